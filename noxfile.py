@@ -1,0 +1,43 @@
+"""Developer sessions: tests, lint, typecheck, bench (and slow suites apart)."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The suite CI runs (the README's test command)."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "-m", "pytest", "-q", *session.posargs)
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """Long-running suites: soaks and real models."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "-m", "pytest", "-q", "-m", "slow", "--timeout=3600", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over everything."""
+    session.install("ruff")
+    session.run("ruff", "check", "src", "plugins", "tests", "bench", "docs", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy strict on the core."""
+    session.install("mypy", "-r", "requirements-dev.txt")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: ratios against baselines measured in the same run."""
+    session.install("-r", "requirements-bench.txt")
+    session.run("python", "-m", "bench", *session.posargs)

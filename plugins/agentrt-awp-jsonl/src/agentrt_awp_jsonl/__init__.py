@@ -1,0 +1,1 @@
+"""Hook implementations of this plugin (kept thin: heavy imports happen in the factories)."""

@@ -1,0 +1,165 @@
+"""Dialects: two-way codecs between agentrt's events and an agent CLI's JSON Lines.
+
+A dialect has no I/O of its own.  The same object serves both sides of the wire:
+
+* **host side** (agentrt drives a CLI): :meth:`HostCodec.encode_turn` gives the
+  line to write for a user turn, :meth:`HostCodec.decode` turns each parsed
+  output object into events.
+* **agent side** (agentrt *is* a CLI): :meth:`AgentCodec.decode_input` reads a
+  parsed input object, :meth:`AgentCodec.encode` turns events into output
+  objects.
+
+Codecs are created per conversation and may keep state (a stream-json decoder
+remembers which text it already streamed).  Framing (splitting lines, the 4 MiB
+cap, malformed lines) is not the codec's business: it receives parsed JSON.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+import attrs
+
+from .events import Event
+
+__all__ = [
+    "TextBlock",
+    "ImageBlock",
+    "DocumentBlock",
+    "ContentBlock",
+    "Turn",
+    "Shutdown",
+    "InputError",
+    "AgentInput",
+    "HostCodec",
+    "AgentCodec",
+    "Dialect",
+    "content_text",
+]
+
+
+@attrs.frozen(kw_only=True)
+class TextBlock:
+    """Plain text content."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ImageBlock:
+    """An image, base64-encoded (``media_type`` such as ``image/png``)."""
+
+    media_type: str
+    data: str
+
+
+@attrs.frozen(kw_only=True)
+class DocumentBlock:
+    """A document, base64-encoded (``media_type`` such as ``application/pdf``)."""
+
+    media_type: str
+    data: str
+
+
+ContentBlock = Union[TextBlock, ImageBlock, DocumentBlock]
+
+
+@attrs.frozen(kw_only=True)
+class Turn:
+    """One user turn: content blocks, in order."""
+
+    content: tuple[ContentBlock, ...]
+
+    @classmethod
+    def text(cls, text: str) -> Turn:
+        """A turn holding one text block."""
+        return cls(content=(TextBlock(text=text),))
+
+
+@attrs.frozen(kw_only=True)
+class Shutdown:
+    """The peer asked the agent to shut down gracefully."""
+
+
+@attrs.frozen(kw_only=True)
+class InputError:
+    """An input line the agent must refuse, with a stable code."""
+
+    code: str
+    detail: str = ""
+
+
+AgentInput = Union[Turn, Shutdown, InputError, None]
+"""What :meth:`AgentCodec.decode_input` returns; ``None`` means "ignore this line"."""
+
+
+def content_text(turn: Turn) -> str:
+    """The text blocks of a turn joined with newlines (for display and storage)."""
+    return "\n".join(b.text for b in turn.content if isinstance(b, TextBlock))
+
+
+class HostCodec(abc.ABC):
+    """Host side of a dialect, one instance per conversation."""
+
+    @abc.abstractmethod
+    def encode_turn(self, turn: Turn) -> bytes:
+        """The bytes (one or more complete lines) that send ``turn`` to the CLI.
+
+        Raise :class:`~agentrt.AgentrtError` (``unsupported_content_block``)
+        for content the dialect cannot carry: nothing must be written then.
+        """
+
+    def encode_shutdown(self) -> bytes | None:
+        """The graceful-shutdown line, or ``None`` when the dialect has none."""
+        return None
+
+    def encode_control_response(
+        self, request: Any, response: Mapping[str, Any] | None, error: str | None
+    ) -> bytes | None:
+        """Answer a :class:`~agentrt.events.ControlRequest` (``None``: nothing to write)."""
+        return None
+
+    @abc.abstractmethod
+    def decode(self, obj: Any) -> Sequence[Event]:
+        """Events for one parsed output object (possibly none).
+
+        Must never raise on well-formed JSON of an unexpected shape: unknown
+        objects become :class:`~agentrt.events.RawEvent` or a diagnostic.
+        """
+
+    def finish(self) -> Sequence[Event]:
+        """Events owed at end of output (e.g. a dangling partial message)."""
+        return ()
+
+
+class AgentCodec(abc.ABC):
+    """Agent side of a dialect, one instance per agent process."""
+
+    @abc.abstractmethod
+    def decode_input(self, obj: Any) -> AgentInput:
+        """Read one parsed input object."""
+
+    @abc.abstractmethod
+    def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
+        """Output objects for one event (possibly none), each one JSON line."""
+
+
+class Dialect(abc.ABC):
+    """A named protocol; a factory of codecs.
+
+    ``compat_args`` are added to the CLI's argv before ``--model`` (stream-json
+    needs ``--output-format stream-json ...``).
+    """
+
+    name: str = ""
+    compat_args: tuple[str, ...] = ()
+
+    @abc.abstractmethod
+    def host_codec(self) -> HostCodec:
+        """A fresh host-side codec."""
+
+    @abc.abstractmethod
+    def agent_codec(self) -> AgentCodec:
+        """A fresh agent-side codec."""
