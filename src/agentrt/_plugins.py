@@ -5,6 +5,9 @@ ones exactly like a third party's.  ``AGENTRT_LOAD_PLUGINS`` (comma-separated
 entry-point names) loads only those; an empty value loads none.
 ``AGENTRT_DISABLE_PLUGINS`` (comma-separated) skips the named ones.  Entry
 points are only read when a :class:`Plugins` is created with ``autoload=True``.
+``AGENTRT_PLUGIN_MODULES`` (comma-separated importable module names) registers
+extra plugin modules by import path, as ``pytest -p`` does: tests use it to give
+a child process a plugin without installing a distribution.
 """
 
 from __future__ import annotations
@@ -83,6 +86,18 @@ class Plugins:
             self.pm.register(module, name=ep.name)
             dist = ep.dist
             self._dists[ep.name] = (dist.name if dist else None, dist.version if dist else None)
+        for module_name in sorted(_split(env.get("AGENTRT_PLUGIN_MODULES")) or ()):
+            if self.pm.has_plugin(module_name):
+                continue
+            import importlib
+
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as exc:
+                raise AgentrtError(
+                    "plugin_load_failed", f"plugin module {module_name!r} failed to import: {type(exc).__name__}"
+                ) from exc
+            self.pm.register(module, name=module_name)
 
     def register(self, plugin: object, name: str | None = None) -> None:
         """Register a plugin object (a module or any object with hookimpls)."""
@@ -131,6 +146,10 @@ class Plugins:
     def thread_store(self, env: Mapping[str, str]) -> Any:
         """The plugin-provided thread store, or ``None`` when no plugin offers one."""
         return self.pm.hook.agentrt_thread_store(env=env)
+
+    def bot_store(self, env: Mapping[str, str]) -> Any:
+        """The plugin-provided bot store, or ``None`` when no plugin offers one."""
+        return self.pm.hook.agentrt_bot_store(env=env)
 
     def permission_policy(self) -> PermissionPolicy:
         """The first plugin-provided permission policy, else :func:`~agentrt.permissions.deny_all`."""

@@ -81,3 +81,11 @@ def agentrt_thread_store(env: Any) -> Any:
     thread's native session.  The database plugin provides it; the object must
     satisfy :class:`agentrt.threads.ThreadStore`.
     """
+
+
+@hookspec(firstresult=True)
+def agentrt_bot_store(env: Any) -> Any:
+    """Return the bot store (:class:`agentrt.bots.BotStore`), or ``None``.
+
+    The FastAgent supervisor persists bot state through it; the database plugin provides it.
+    """

@@ -1,0 +1,61 @@
+"""Supervised bot instances (FastAgent weixin bots): their persisted record.
+
+The supervisor (the FastAgent plugin) keeps each bot's desired state, status,
+process id and start time, restart count and backoff in a :class:`BotStore`,
+provided by a plugin (``agentrt_bot_store``; the database plugin is the
+built-in).  Lifecycle and state-change events travel to sinks like any other
+event, with the bot id as the batch ``source``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+__all__ = ["BotRecord", "BotStore"]
+
+
+@attrs.frozen(kw_only=True)
+class BotRecord:
+    """Everything the supervisor must remember about one bot across restarts."""
+
+    bot_id: str
+    desired_state: str = "stopped"
+    status: str = "stopped"
+    pid: int | None = None
+    process_started_at: str | None = None
+    restart_count: int = 0
+    backoff_until: float | None = None
+    last_error_code: str | None = None
+    last_error_message: str | None = None
+    last_qr_code_url: str | None = None
+    last_qr_code_id: str | None = None
+    account_id: str | None = None
+    config: Mapping[str, Any] = attrs.field(factory=dict)
+    updated_at: float | None = None
+
+
+class BotStore(Protocol):
+    """Persistence of bot records and their event timeline (all methods async)."""
+
+    async def get_bot(self, bot_id: str) -> BotRecord | None:
+        """The bot's record, or ``None``."""
+        ...
+
+    async def save_bot(self, record: BotRecord) -> None:
+        """Create or replace the bot's record."""
+        ...
+
+    async def list_bots(self) -> Sequence[BotRecord]:
+        """Every bot, ordered by id."""
+        ...
+
+    async def delete_bot(self, bot_id: str) -> None:
+        """Forget a bot and its timeline."""
+        ...
+
+    async def timeline(self, bot_id: str, *, offset: int = 0, limit: int = 100) -> Sequence[Mapping[str, Any]]:
+        """The bot's applied lifecycle events, oldest first, paged."""
+        ...
