@@ -95,7 +95,8 @@ class Plugins:
                 module = importlib.import_module(module_name)
             except Exception as exc:
                 raise AgentrtError(
-                    "plugin_load_failed", f"plugin module {module_name!r} failed to import: {type(exc).__name__}"
+                    "plugin_load_failed",
+                    f"plugin module {module_name!r} failed to import: {type(exc).__name__}",
                 ) from exc
             self.pm.register(module, name=module_name)
 

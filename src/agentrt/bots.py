@@ -56,6 +56,8 @@ class BotStore(Protocol):
         """Forget a bot and its timeline."""
         ...
 
-    async def timeline(self, bot_id: str, *, offset: int = 0, limit: int = 100) -> Sequence[Mapping[str, Any]]:
+    async def timeline(
+        self, bot_id: str, *, offset: int = 0, limit: int = 100
+    ) -> Sequence[Mapping[str, Any]]:
         """The bot's applied lifecycle events, oldest first, paged."""
         ...

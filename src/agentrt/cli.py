@@ -8,6 +8,7 @@ add their own through ``agentrt_register_commands``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 

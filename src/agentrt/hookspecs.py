@@ -39,7 +39,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 @hookspec
 def agentrt_register_dialects(register: Callable[[str, Callable[[], Dialect]], None]) -> None:
-    """Register dialects: ``register(name, factory)``; ``factory()`` returns a :class:`~agentrt.dialect.Dialect`.
+    """Register dialects: ``register(name, factory)``; ``factory()`` returns a dialect.
 
     ``name`` is what ``--protocol`` and ``AWP_AGENT_CLI_PROTOCOL`` select.
     """
@@ -57,7 +57,7 @@ def agentrt_register_tools(register: Callable[[str, ToolFactory], None]) -> None
 
 @hookspec
 def agentrt_register_sinks(register: Callable[[str, SinkFactory], None]) -> None:
-    """Register sinks: ``register(name, factory)``; ``factory(options)`` returns a :class:`~agentrt.sinks.Sink`."""
+    """Register sinks: ``register(name, factory)``; ``factory(options)`` returns a sink."""
 
 
 @hookspec
