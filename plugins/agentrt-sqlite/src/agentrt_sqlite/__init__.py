@@ -1,1 +1,63 @@
 """Hook implementations of this plugin (kept thin: heavy imports happen in the factories)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agentrt import hookimpl
+
+if TYPE_CHECKING:
+    from ._sink import SqliteSink
+    from ._store import SqliteStore
+
+
+def _sink_factory(options: Mapping[str, Any]) -> SqliteSink:
+    from ._sink import make_sink
+
+    return make_sink(options)
+
+
+def _store(env: Any) -> SqliteStore:
+    from ._location import database_path
+    from ._store import SqliteStore
+
+    return SqliteStore(database_path(env))
+
+
+@hookimpl
+def agentrt_register_sinks(register: Callable[[str, Any], None]) -> None:
+    """The ``sqlite`` sink: every event, conversation and turn in the database."""
+    register("sqlite", _sink_factory)
+
+
+@hookimpl
+def agentrt_register_commands(cli: Any) -> None:
+    """``agentrt threads`` (its module is imported only when the command runs)."""
+    import click
+
+    class _Lazy(click.Group):
+        def _real(self) -> click.Group:
+            from ._cli import threads
+
+            return threads
+
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return self._real().list_commands(ctx)
+
+        def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+            return self._real().get_command(ctx, name)
+
+    cli.add_command(_Lazy(name="threads", help="List, show, export and remove named threads."))
+
+
+@hookimpl
+def agentrt_thread_store(env: Any) -> SqliteStore:
+    """Named threads with their native session ids, in the database."""
+    return _store(env)
+
+
+@hookimpl
+def agentrt_bot_store(env: Any) -> SqliteStore:
+    """Supervised bots' records, state history and timeline, in the database."""
+    return _store(env)

@@ -1,0 +1,1 @@
+"""agentrt benchmarks: ``python -m bench [name ...]`` (or ``nox -s bench``)."""

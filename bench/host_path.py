@@ -1,0 +1,181 @@
+"""Host-path throughput: agentrt vs the Claude Agent SDK vs a bare trio loop, in one run.
+
+Every contender reads the same corpus from a real child process (bench/_emit.py,
+which waits for one input line and then writes the file in 1 MiB writes):
+
+* ``bare``: trio.lowlevel.open_process, receive_some, split on newlines (the ceiling);
+* ``agentrt``: open_conversation over the dialect, framing, decode, turn rules,
+  fan-out to a no-op sink (the whole host path);
+* ``sdk``: claude-agent-sdk's SubprocessCLITransport plus its parse_message, under
+  asyncio (its native loop).
+
+Figures are ratios measured in the same process run, never absolute thresholds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ._corpus import corpus_module, write_blob
+
+EMIT = str(Path(__file__).resolve().parent / "_emit.py")
+PYTHON = os.path.realpath(sys.executable)
+
+
+def _child_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+async def bare_loop(path: str) -> tuple[int, float]:
+    """Lines counted by a bare trio read-and-split loop, and the seconds it took."""
+    proc = await trio.lowlevel.open_process(
+        [PYTHON, EMIT, path], stdin=-1, stdout=-1, env=_child_env()
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    start = time.perf_counter()
+    await proc.stdin.send_all(b"{}\n")
+    lines = 0
+    tail = b""
+    while True:
+        chunk = await proc.stdout.receive_some(1 << 20)
+        if not chunk:
+            break
+        parts = (tail + chunk).split(b"\n")
+        tail = parts.pop()
+        lines += len(parts)
+    await proc.wait()
+    return lines, time.perf_counter() - start
+
+
+class _NoopSink:
+    name = "noop"
+    policy = "block"
+    buffer_size = 1024
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.done = trio.Event()
+
+    async def handle(self, batch: Any) -> None:
+        from agentrt.events import ProcessExited
+
+        self.events += len(batch.events)
+        if type(batch.events[-1]) is ProcessExited:
+            self.done.set()
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def agentrt_path(path: str, protocol: str, sink_factory: Any = None) -> tuple[int, float, float]:
+    """(events seen, seconds, parent CPU seconds) for the whole host path over ``path``."""
+    from agentrt import LaunchSpec, open_conversation
+    from agentrt._plugins import Plugins
+
+    plugins = Plugins(autoload=True)
+    launch = LaunchSpec(executable=PYTHON, prefix_args=(EMIT, path), protocol=protocol)
+    noop = _NoopSink()
+    sinks: list[Any] = [noop]
+    if sink_factory is not None:
+        sinks.append(sink_factory())
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    async with open_conversation(launch, plugins=plugins, sinks=sinks, parent_env=_child_env()) as conv:
+        stream = conv.send("go")
+        await stream.__anext__()  # writes the turn
+        with trio.fail_after(600):
+            await noop.done.wait()
+        elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    return noop.events, elapsed, cpu
+
+
+def sdk_path(path: str) -> tuple[int, float]:
+    """Messages parsed by the Claude Agent SDK's transport + parse_message, and seconds."""
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk._internal.message_parser import parse_message
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
+    script = Path(path).with_suffix(".sh-free-launcher")
+    # The SDK execs cli_path with its own flags; a tiny Python launcher ignores them.
+    script.write_text(f"#!{PYTHON}\nimport runpy, sys\nsys.argv = [{EMIT!r}, {path!r}]\nrunpy.run_path({EMIT!r}, run_name='__main__')\n")
+    script.chmod(0o755)
+
+    async def go() -> tuple[int, float]:
+        options = ClaudeAgentOptions(cli_path=str(script), max_buffer_size=8 * 1024 * 1024)
+        transport = SubprocessCLITransport(prompt="", options=options)
+        await transport.connect()
+        start = time.perf_counter()
+        await transport.write('{"type":"user"}\n')
+        n = 0
+        async for data in transport.read_messages():
+            try:
+                parse_message(data)
+            except Exception:
+                pass  # unknown shapes: the SDK raises, counted like parsed
+            n += 1
+        elapsed = time.perf_counter() - start
+        await transport.close()
+        return n, elapsed
+
+    try:
+        return asyncio.run(go())
+    finally:
+        script.unlink(missing_ok=True)
+
+
+def _best(runs: list[tuple[int, float]]) -> tuple[int, float]:
+    return min(runs, key=lambda r: r[1])
+
+
+def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
+    """Run the comparison and print a table; returns the figures."""
+    corpus = corpus_module()
+    blob = corpus.corpus_blob(n_lines)
+    lines = blob.count(b"\n")
+    path = write_blob(blob)
+    small = b"".join(line for kind, line in corpus.corpus_lines(200_000, big_lines=False) if kind == "text_delta")
+    small_path = write_blob(small)
+    small_lines = small.count(b"\n")
+    try:
+        bare = _best([trio.run(bare_loop, path) for _ in range(repeat)])
+        ours = min((trio.run(agentrt_path, path, "stream-json") for _ in range(repeat)), key=lambda r: r[1])
+        try:
+            sdk: tuple[int, float] | None = _best([sdk_path(path) for _ in range(repeat)])
+        except ImportError:
+            sdk = None
+        cpu_runs = [trio.run(agentrt_path, small_path, "stream-json") for _ in range(repeat)]
+        bare_small = _best([trio.run(bare_loop, small_path) for _ in range(repeat)])
+        cpu_per_line_us = min(r[2] for r in cpu_runs) / small_lines * 1e6
+    finally:
+        os.unlink(path)
+        os.unlink(small_path)
+    figures: dict[str, float] = {
+        "corpus_lines": lines,
+        "corpus_mb": len(blob) / 1e6,
+        "bare_lines_per_s": lines / bare[1],
+        "agentrt_lines_per_s": lines / ours[1],
+        "agentrt_vs_bare": bare[1] / ours[1],
+        "agentrt_cpu_us_per_small_delta_line": cpu_per_line_us,
+        "bare_small_lines_per_s": small_lines / bare_small[1],
+    }
+    if sdk is not None:
+        figures["sdk_lines_per_s"] = lines / sdk[1]
+        figures["sdk_vs_bare"] = bare[1] / sdk[1]
+        figures["agentrt_vs_sdk"] = sdk[1] / ours[1]
+    print("host path (stream-json corpus, best of", repeat, "runs)")
+    for key, value in figures.items():
+        print(f"  {key:40s} {value:14.3f}")
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Validation of the control-plane URL and API key, shared by the tool and the worker (§B)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+import attrs
+
+from agentrt import AgentrtError
+
+__all__ = ["ClientConfig", "validate_control_plane_url", "validate_token", "is_loopback_host"]
+
+OPT_IN = "AWP_AGENT_MANAGED_TASKS_OPT_IN"
+URL_VAR = "AWP_CONTROL_PLANE_URL"
+KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
+REMOTE_OPT_IN = "AGENTRT_REMOTE_API_OPT_IN"
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and numeric loopback addresses (127/8, ::1)."""
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_control_plane_url(raw: str, *, remote_opt_in: bool) -> str:
+    """Return the origin (``scheme://host[:port]``) or raise with a §B code."""
+    value = raw.strip()
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError on a bad port
+        host = parts.hostname
+    except ValueError as exc:
+        raise AgentrtError("invalid_control_plane_url", "the control-plane URL cannot be parsed") from exc
+    if not parts.scheme or not host or not parts.netloc:
+        raise AgentrtError("invalid_control_plane_url", "the control-plane URL needs a scheme and a host")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise AgentrtError("invalid_control_plane_url", "the control-plane URL must not carry credentials")
+    if parts.query or parts.fragment or value.endswith(("?", "#")) or parts.path not in ("", "/"):
+        raise AgentrtError("invalid_control_plane_url", "the control-plane URL must be an origin only")
+    scheme = parts.scheme.lower()
+    if is_loopback_host(host):
+        if scheme not in ("http", "https"):
+            raise AgentrtError(
+                "invalid_control_plane_protocol", "a loopback control plane must use http or https"
+            )
+    else:
+        if scheme != "https":
+            raise AgentrtError("remote_control_plane_requires_https", "a remote control plane must use https")
+        if not remote_opt_in:
+            raise AgentrtError(
+                "remote_control_plane_requires_explicit_opt_in",
+                f"a remote control plane also needs {REMOTE_OPT_IN}=1",
+            )
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}"
+
+
+def validate_token(raw: str) -> str:
+    """Return the trimmed API key or raise ``invalid_control_plane_token`` (the value is never echoed)."""
+    token = raw.strip()
+    size = len(token.encode("utf-8", "surrogatepass"))
+    if not 16 <= size <= 4096 or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in token):
+        raise AgentrtError(
+            "invalid_control_plane_token",
+            "the control-plane key must be 16..4096 bytes of visible characters",
+        )
+    return token
+
+
+@attrs.frozen(kw_only=True)
+class ClientConfig:
+    """A validated control-plane address and key."""
+
+    base_url: str
+    api_key: str = attrs.field(repr=False)
+    poll_interval: float = 0.5
+    request_timeout: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ClientConfig | None:
+        """The tool's configuration, ``None`` when managed tasks are not configured at all."""
+        opt_in = env.get(OPT_IN, "")
+        url = env.get(URL_VAR, "")
+        key = env.get(KEY_VAR, "")
+        if not opt_in and not url and not key:
+            return None
+        if opt_in != "1":
+            if url or key:
+                raise AgentrtError(
+                    "managed_tasks_require_explicit_opt_in",
+                    f"{URL_VAR}/{KEY_VAR} are set but {OPT_IN} is not exactly 1",
+                )
+            return None  # an opt-in other than "1" on its own: simply not enabled
+        if not url or not key:
+            missing = " and ".join(n for n, v in ((URL_VAR, url), (KEY_VAR, key)) if not v)
+            raise AgentrtError("managed_tasks_configuration_incomplete", f"{missing} not set")
+        base = validate_control_plane_url(url, remote_opt_in=env.get(REMOTE_OPT_IN) == "1")
+        return cls(base_url=base, api_key=validate_token(key))

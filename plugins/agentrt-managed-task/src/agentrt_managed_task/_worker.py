@@ -1,0 +1,417 @@
+"""The trusted worker (§C): claims tasks, runs allow-listed commands, renews leases, delivers results.
+
+Results survive a control-plane outage: each one is written to ``<work_dir>/outbox`` before it is
+sent, retried with bounded backoff, and replayed (at start and periodically) until the control
+plane has taken it or refused it for good.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import stamina
+import trio
+
+from agentrt import AgentrtError
+
+from ._config import REMOTE_OPT_IN, validate_control_plane_url, validate_token
+from ._runner import run_command
+
+__all__ = ["WorkerSettings", "Worker", "resolve_allowlist", "OPT_IN_VAR", "DEFAULT_TRUSTED_PATH"]
+
+log = logging.getLogger("agentrt.worker")
+
+OPT_IN_VAR = "AGENTRT_TRUSTED_TASK_EXECUTION_OPT_IN"
+KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
+DEFAULT_TRUSTED_PATH = "/usr/local/bin:/usr/bin:/bin"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+MAX_ARGS = 128
+MAX_ARG_LENGTH = 8192
+MAX_OUTPUT_CAP = 1024 * 1024
+LOG_TAIL = 100_000
+
+
+def resolve_allowlist(names: Sequence[str], trusted_path: str) -> dict[str, str]:
+    """Map each allow-listed basename to its executable on the trusted PATH (at start, once)."""
+    if not names:
+        raise AgentrtError("worker_allowlist_empty", "give at least one --allow EXECUTABLE")
+    dirs = [d for d in trusted_path.split(os.pathsep) if d]
+    if not dirs or not all(os.path.isabs(d) for d in dirs):
+        raise AgentrtError("invalid_trusted_path", "the trusted PATH must list absolute directories")
+    resolved = {}
+    for name in names:
+        if not _NAME.match(name):
+            raise AgentrtError("invalid_allowed_command", f"{name!r} is not a bare executable name")
+        found = shutil.which(name, path=os.pathsep.join(dirs))
+        if found is None:
+            raise AgentrtError("worker_command_not_found", f"{name!r} is not on the trusted PATH")
+        resolved[name] = os.path.abspath(found)
+    return resolved
+
+
+@attrs.frozen(kw_only=True)
+class WorkerSettings:
+    """One worker's configuration."""
+
+    base_url: str
+    api_key: str = attrs.field(repr=False)
+    allowed: Mapping[str, str]
+    trusted_path: str = DEFAULT_TRUSTED_PATH
+    work_dir: str
+    slots: int = 2
+    agent_id: str = attrs.field(
+        factory=lambda: f"{socket.gethostname()[:64]}-{os.getpid()}-{secrets.token_hex(4)}"
+    )
+    poll_interval: float = 2.0
+    timeout_seconds: float = 3600.0
+    max_output_bytes: int = MAX_OUTPUT_CAP
+    request_timeout: float = 10.0
+    retry_attempts: int = 5
+    retry_initial: float = 1.0
+    retry_max: float = 60.0
+    replay_interval: float = 30.0
+    allowed_env: Mapping[str, str] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], *, control_plane: str, allow: Sequence[str], **options: Any
+    ) -> WorkerSettings:
+        """Validate the opt-in, URL, key and allow-list; raise :class:`AgentrtError` otherwise."""
+        if env.get(OPT_IN_VAR) != "1":
+            raise AgentrtError(
+                "trusted_task_execution_requires_opt_in",
+                f"the worker runs commands unsandboxed: set {OPT_IN_VAR}=1 to accept that",
+            )
+        base = validate_control_plane_url(control_plane, remote_opt_in=env.get(REMOTE_OPT_IN) == "1")
+        key = env.get(KEY_VAR, "")
+        if not key:
+            raise AgentrtError("control_plane_api_key_missing", f"set {KEY_VAR}")
+        trusted = options.pop("trusted_path", None) or DEFAULT_TRUSTED_PATH
+        slots = options.get("slots", 2)
+        if not 1 <= slots <= 64:
+            raise AgentrtError("invalid_worker_slots", "--slots must be 1..64")
+        cap = options.get("max_output_bytes", MAX_OUTPUT_CAP)
+        if not 1 <= cap <= MAX_OUTPUT_CAP:
+            raise AgentrtError("invalid_worker_output_cap", "the output cap is 1..1048576 bytes")
+        return cls(
+            base_url=base,
+            api_key=validate_token(key),
+            allowed=resolve_allowlist(allow, trusted),
+            trusted_path=trusted,
+            **options,
+        )
+
+
+class _Refused(Exception):
+    """The control plane answered with a final 4xx (the request must not be retried)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Retryable(Exception):
+    """A transport failure or a 5xx: worth trying again later."""
+
+
+class Worker:
+    """Polls the control plane and runs up to ``slots`` tasks at a time."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self._client: httpx.AsyncClient | None = None
+        self._free = trio.Semaphore(settings.slots)
+        self._lease_seconds = 60.0
+        self._outbox = Path(settings.work_dir) / "outbox"
+        self._runs = Path(settings.work_dir) / "tasks"
+        self._replay_lock = trio.Lock()
+        self.completed = 0  # results delivered (accepted or refused for good), for tests and stats
+
+    # -- HTTP ------------------------------------------------------------------
+    async def _call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
+        assert self._client is not None
+        try:
+            with trio.fail_after(self.settings.request_timeout):
+                response = await self._client.request(method, path, json=body, params=params)
+        except (httpx.TransportError, trio.TooSlowError) as exc:
+            raise _Retryable(type(exc).__name__) from exc
+        if response.status_code >= 500:
+            raise _Retryable(str(response.status_code))
+        if not 200 <= response.status_code < 300:
+            raise _Refused(response.status_code)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise _Retryable("invalid JSON") from exc
+
+    async def _call_retrying(self, method: str, path: str, body: Any = None) -> Any:
+        s = self.settings
+        async for attempt in stamina.retry_context(
+            on=_Retryable,
+            attempts=s.retry_attempts,
+            timeout=None,
+            wait_initial=s.retry_initial,
+            wait_max=s.retry_max,
+            wait_jitter=s.retry_initial,
+        ):
+            with attempt:
+                return await self._call(method, path, body)
+        raise AssertionError("unreachable")  # stamina re-raises the last failure
+
+    # -- lifecycle -------------------------------------------------------------
+    async def run(
+        self,
+        *,
+        shutdown: trio.Event | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Work until ``shutdown`` is set (or cancelled); running tasks are killed on the way out."""
+        s = self.settings
+        await trio.Path(self._outbox).mkdir(parents=True, exist_ok=True, mode=0o700)
+        await trio.Path(self._runs).mkdir(parents=True, exist_ok=True, mode=0o700)
+        async with httpx.AsyncClient(
+            base_url=s.base_url,
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(s.request_timeout),
+            headers={"authorization": f"Bearer {s.api_key}", "user-agent": "agentrt-worker/0.1"},
+        ) as client:
+            self._client = client
+            try:
+                async with trio.open_nursery() as nursery:
+                    if shutdown is not None:
+
+                        async def stop_on_shutdown() -> None:
+                            await shutdown.wait()
+                            nursery.cancel_scope.cancel()
+
+                        nursery.start_soon(stop_on_shutdown)
+                    await self._replay()
+                    await self._register()
+                    nursery.start_soon(self._heartbeat_loop)
+                    nursery.start_soon(self._replay_loop)
+                    task_status.started()
+                    await self._claim_loop(nursery)
+            finally:
+                self._client = None
+
+    async def _register(self) -> None:
+        while True:
+            try:
+                answer = await self._call_retrying(
+                    "POST",
+                    "/v1/agent/register",
+                    {"agent_id": self.settings.agent_id, "name": self.settings.agent_id},
+                )
+            except _Retryable:
+                await trio.sleep(self.settings.retry_max)
+                continue
+            except _Refused as exc:
+                raise AgentrtError(
+                    "worker_registration_refused", f"the control plane answered {exc.status}"
+                ) from exc
+            lease = answer.get("lease_seconds") if isinstance(answer, dict) else None
+            if isinstance(lease, int | float) and lease > 0:
+                self._lease_seconds = float(lease)
+            return
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await trio.sleep(15.0)
+            try:
+                await self._call("POST", "/v1/agent/heartbeat", {"agent_id": self.settings.agent_id})
+            except _Refused:
+                await self._register()
+            except _Retryable:
+                pass  # the next claim or heartbeat tries again
+
+    async def _claim_loop(self, nursery: trio.Nursery) -> None:
+        s = self.settings
+        while True:
+            await self._free.acquire()
+            wanted = 1
+            while self._free.value > 0:  # take every free slot in one claim
+                await self._free.acquire()
+                wanted += 1
+            try:
+                answer = await self._call(
+                    "GET", "/v1/agent/tasks/pending", params={"slots": wanted, "agent_id": s.agent_id}
+                )
+                tasks = answer.get("tasks", []) if isinstance(answer, dict) else []
+            except _Refused as exc:
+                tasks = []
+                if exc.status == 409:
+                    await self._register()
+            except _Retryable:
+                tasks = []
+            for row in tasks[:wanted]:
+                nursery.start_soon(self._execute, row)
+            for _ in range(wanted - len(tasks[:wanted])):
+                self._free.release()
+            if not tasks:
+                await trio.sleep(s.poll_interval)
+
+    # -- one task --------------------------------------------------------------
+    async def _execute(self, row: Mapping[str, Any]) -> None:
+        try:
+            task_id, attempt = str(row["id"]), str(row["attempt_id"])
+            lease_lost = False
+            result: dict[str, Any] | None = None
+            async with trio.open_nursery() as nursery:
+
+                async def renew() -> None:
+                    nonlocal lease_lost
+                    while True:
+                        await trio.sleep(self._lease_seconds / 3)
+                        try:
+                            await self._call(
+                                "POST", f"/v1/agent/tasks/{task_id}/heartbeat", {"attempt_id": attempt}
+                            )
+                        except _Refused:
+                            # Another attempt owns the task now: stop ours rather than run it twice.
+                            lease_lost = True
+                            nursery.cancel_scope.cancel()
+                            return
+                        except _Retryable:
+                            pass
+
+                nursery.start_soon(renew)
+                result = await self._run_task(row)
+                nursery.cancel_scope.cancel()
+            if lease_lost or result is None:
+                log.warning("task %s: lease lost, result dropped", task_id)
+                return
+            result["attempt_id"] = attempt
+            await self._deliver(task_id, attempt, result)
+        finally:
+            self._free.release()
+
+    async def _run_task(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        s = self.settings
+        payload = row.get("payload")
+        argv = payload.get("argv") if isinstance(payload, dict) else None
+        problem = None
+        if row.get("task_type") != "command":
+            problem = "unsupported task type"
+        elif (
+            not isinstance(argv, list)
+            or not 1 <= len(argv) <= MAX_ARGS
+            or not all(isinstance(a, str) and len(a) <= MAX_ARG_LENGTH and "\0" not in a for a in argv)
+        ):
+            problem = "invalid argv"
+        elif argv[0] not in s.allowed:
+            problem = "command is not allowlisted"
+        if problem is not None or not isinstance(argv, list):
+            return _failure(problem or "invalid argv")
+        run_dir = self._runs / f"{row['id']}--{secrets.token_hex(8)}"
+        try:
+            await trio.Path(run_dir / "tmp").mkdir(parents=True, mode=0o700)
+            env = {
+                "HOME": str(run_dir),
+                "PATH": s.trusted_path,
+                "TMPDIR": str(run_dir / "tmp"),
+                "TEMP": str(run_dir / "tmp"),
+                "TMP": str(run_dir / "tmp"),
+                "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8",
+                "LC_CTYPE": "C.UTF-8",
+                "TZ": "UTC",
+                "PYTHONIOENCODING": "utf-8",
+                "PYTHONUTF8": "1",
+                **s.allowed_env,
+            }
+            outcome = await run_command(
+                [s.allowed[argv[0]], *argv[1:]],
+                cwd=str(run_dir),
+                env=env,
+                time_limit=s.timeout_seconds,
+                max_output=s.max_output_bytes,
+            )
+        except OSError as exc:
+            return _failure(f"worker exception: {type(exc).__name__}", status="error")
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(shutil.rmtree, run_dir, True)
+        ok = outcome.exit_code == 0 and not outcome.timed_out
+        return {
+            "status": "success" if ok else "failed",
+            "output": outcome.output(),
+            "logs": outcome.stdout[-LOG_TAIL:],
+            "duration_s": outcome.duration_s,
+        }
+
+    # -- results -----------------------------------------------------------------
+    async def _deliver(self, task_id: str, attempt: str, result: dict[str, Any]) -> None:
+        path = self._outbox / f"{task_id}--{attempt}.json"
+        await _write_atomic(path, json.dumps({"task_id": task_id, "body": result}, separators=(",", ":")))
+        with trio.CancelScope(shield=True):  # a result in flight finishes (bounded) even on shutdown
+            with trio.move_on_after(self.settings.request_timeout * 2):
+                try:
+                    await self._call_retrying("POST", f"/v1/agent/tasks/{task_id}/result", result)
+                except _Retryable:
+                    return  # stays in the outbox; the replay loop sends it later
+                except _Refused as exc:
+                    log.warning("task %s: result refused (%s)", task_id, exc.status)
+                await trio.Path(path).unlink(missing_ok=True)
+                self.completed += 1
+
+    async def _replay_loop(self) -> None:
+        while True:
+            await trio.sleep(self.settings.replay_interval)
+            await self._replay()
+
+    async def _replay(self) -> None:
+        """Send every queued result once; keep those the control plane could not take yet."""
+        async with self._replay_lock:
+            names = sorted(await trio.to_thread.run_sync(os.listdir, self._outbox))
+            for name in names:
+                if not name.endswith(".json"):
+                    continue
+                path = self._outbox / name
+                try:
+                    record = json.loads(await trio.Path(path).read_text())
+                    task_id, body = str(record["task_id"]), record["body"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                try:
+                    await self._call("POST", f"/v1/agent/tasks/{task_id}/result", body)
+                except _Retryable:
+                    return  # still down: try again on the next round
+                except _Refused as exc:
+                    log.warning("task %s: queued result refused (%s)", task_id, exc.status)
+                await trio.Path(path).unlink(missing_ok=True)
+                self.completed += 1
+
+
+def _failure(message: str, *, status: str = "error") -> dict[str, Any]:
+    return {
+        "status": status,
+        "output": {"stdout": "", "exit_code": -1, "timed_out": False, "canceled": False, "truncated": False},
+        "logs": message,
+        "duration_s": 0.0,
+    }
+
+
+async def _write_atomic(path: Path, text: str) -> None:
+    def write() -> None:
+        temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # the point of the outbox is surviving a crash
+        os.replace(temp, path)
+
+    await trio.to_thread.run_sync(write)

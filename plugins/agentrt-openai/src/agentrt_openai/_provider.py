@@ -1,0 +1,287 @@
+"""The OpenAI-compatible streaming provider: HTTP, retries, caps; the meaning of payloads is in ``_chat``.
+
+One :class:`OpenAIProvider` owns one ``httpx.AsyncClient`` (httpx runs under
+trio through anyio).  Each :meth:`OpenAIProvider.stream` call is one provider
+request with its own ``Idempotency-Key`` and one deadline covering everything
+(connecting, retries and their waits, and reading the stream).
+
+Retries use ``stamina`` (trio-aware; a backoff hook gives the wait, so the
+server's ``Retry-After`` is honoured) and happen only while no response body
+has been read: once streaming started, a failure is final
+(``provider_stream_interrupted``), because the model's output cannot be
+un-sent to the consumer.
+"""
+
+from __future__ import annotations
+
+import random
+import ssl
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+import orjson
+import stamina
+import trio
+
+from agentrt.errors import AgentrtError
+from agentrt.provider import ProviderChunk, ProviderRequest
+
+from ._chat import ChatStream, _public_code, parse_completion
+from ._retry import RETRYABLE_STATUSES, retry_after_seconds
+from ._sse import SSEDecoder
+from .config import OpenAIConfig
+
+__all__ = ["OpenAIProvider", "MAX_BODY_BYTES"]
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+_ERROR_BODY_BYTES = 16 * 1024  # read this much of an error body, to find a safe error code in it
+
+
+class _RetryableStatus(Exception):
+    """A status worth another try (raised inside the retry loop only)."""
+
+    def __init__(self, status: int, retry_after: float | None, detail: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+        self.detail = detail
+
+
+class _ConnectFailure(Exception):
+    """No response at all: refused, reset, or closed before the status line."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def _jsonable(value: Any) -> Any:
+    # Messages arrive as Mappings/Sequences of any kind; orjson serialises dicts and lists.
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return list(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+class OpenAIProvider:
+    """A :class:`agentrt.provider.Provider` for any OpenAI-compatible ``/chat/completions`` server.
+
+    Use each stream with :func:`contextlib.aclosing` so that leaving early
+    closes the HTTP response at once::
+
+        async with aclosing(provider.stream(request)) as chunks:
+            async for chunk in chunks:
+                ...
+
+    ``verify`` is passed to httpx (an :class:`ssl.SSLContext` for a private CA).
+    """
+
+    def __init__(self, config: OpenAIConfig, *, verify: ssl.SSLContext | bool = True) -> None:
+        self.config = config
+        self._verify = verify
+        self._http: httpx.AsyncClient | None = None
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                follow_redirects=False,
+                # No proxies, netrc or certificate paths from the environment: the
+                # configured endpoint is the only place a request (and its token) goes.
+                trust_env=False,
+                timeout=httpx.Timeout(self.config.timeout_s),
+                verify=self._verify,
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._http is not None:
+            client, self._http = self._http, None
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await client.aclose()
+
+    def _request_body(self, request: ProviderRequest) -> bytes:
+        payload: dict[str, Any] = {
+            "model": request.model,
+            "messages": list(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            payload["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in request.tools
+            ]
+        return orjson.dumps(payload, default=_jsonable)
+
+    def _headers(self, idempotency_key: str) -> dict[str, str]:
+        headers = {
+            "accept": "text/event-stream, application/json",
+            "content-type": "application/json",
+            "user-agent": self.config.user_agent,
+            "idempotency-key": idempotency_key,
+        }
+        if self.config.token:
+            headers["authorization"] = f"Bearer {self.config.token}"
+        return headers
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderChunk]:
+        """Send ``request`` and yield its chunks; see :class:`agentrt.provider.Provider`."""
+        deadline = trio.current_time() + self.config.timeout_s
+        key = request.idempotency_key or str(uuid.uuid4())
+        http_request = self._client().build_request(
+            "POST", self.config.endpoint, content=self._request_body(request), headers=self._headers(key)
+        )
+        try:
+            with trio.fail_at(deadline):
+                response = await self._open(http_request, deadline)
+        except trio.TooSlowError:
+            raise AgentrtError(
+                "provider_timeout", f"no response within {self.config.timeout_s:g} s"
+            ) from None
+        try:
+            content_type = response.headers.get("content-type", "").lower()
+            body = response.aiter_bytes()
+            if "text/event-stream" in content_type:
+                decoder = SSEDecoder()
+                chat = ChatStream()
+                total = 0
+                while not chat.done:
+                    chunk = await self._receive(body, deadline)
+                    if chunk is None:
+                        break
+                    total += len(chunk)
+                    if total > MAX_BODY_BYTES:
+                        raise AgentrtError(
+                            "provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes"
+                        )
+                    for event in decoder.feed(chunk):
+                        if event.event == "error":
+                            raise AgentrtError("provider_returned_error", "the provider sent an error event")
+                        for out in chat.feed(event.data):
+                            yield out
+                        if chat.done:
+                            break
+                for out in chat.finish():
+                    yield out
+            else:
+                # Not a stream: the whole body is one JSON completion.
+                parts: list[bytes] = []
+                total = 0
+                while (chunk := await self._receive(body, deadline)) is not None:
+                    total += len(chunk)
+                    if total > MAX_BODY_BYTES:
+                        raise AgentrtError(
+                            "provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes"
+                        )
+                    parts.append(chunk)
+                for out in parse_completion(b"".join(parts)):
+                    yield out
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await response.aclose()
+
+    async def _receive(self, body: AsyncIterator[bytes], deadline: float) -> bytes | None:
+        """The next body chunk, ``None`` at the end; the request's deadline applies."""
+        try:
+            with trio.fail_at(deadline):
+                return await body.__anext__()
+        except StopAsyncIteration:
+            return None
+        except (trio.TooSlowError, httpx.TimeoutException):
+            raise AgentrtError(
+                "provider_timeout", f"the response did not finish within {self.config.timeout_s:g} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise AgentrtError(
+                "provider_stream_interrupted", f"the response broke off: {type(exc).__name__}"
+            ) from None
+
+    async def _open(self, http_request: httpx.Request, deadline: float) -> httpx.Response:
+        """Send until a usable response arrives (status 2xx, body not yet read), with bounded retries."""
+        config = self.config
+        retries = 0
+
+        def backoff(exc: Exception) -> bool | float:
+            nonlocal retries
+            if isinstance(exc, _RetryableStatus) and exc.retry_after is not None:
+                wait = exc.retry_after
+            elif isinstance(exc, (_RetryableStatus, _ConnectFailure)):
+                wait = config.retry_backoff_s * (2**retries) * random.uniform(1.0, 1.5)
+            else:
+                return False
+            wait = min(wait, config.retry_wait_max_s)
+            if trio.current_time() + wait >= deadline:
+                return False  # the wait alone would exhaust the request's time: fail now
+            retries += 1
+            return wait
+
+        try:
+            async for attempt in stamina.retry_context(
+                on=backoff, attempts=config.max_retries + 1, timeout=None, wait_max=config.retry_wait_max_s
+            ):
+                with attempt:
+                    return await self._send_once(http_request)
+        except _RetryableStatus as exc:
+            raise AgentrtError(f"provider_http_{exc.status}", exc.detail) from None
+        except _ConnectFailure as exc:
+            raise AgentrtError(
+                "provider_connection_failed", f"could not reach the provider ({exc.kind})"
+            ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send_once(self, http_request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self._client().send(http_request, stream=True)
+        except httpx.TimeoutException:
+            raise trio.TooSlowError from None
+        except httpx.TransportError as exc:
+            raise _ConnectFailure(type(exc).__name__) from None
+        status = response.status_code
+        if 200 <= status < 300:
+            return response
+        try:
+            if 300 <= status < 400:
+                raise AgentrtError(
+                    "provider_redirect_rejected",
+                    f"the provider answered {status} (redirects are not followed)",
+                )
+            detail = f"the provider answered HTTP {status}"
+            code = await self._error_code(response)
+            if code:
+                detail += f" ({code})"
+            if status in RETRYABLE_STATUSES:
+                raise _RetryableStatus(status, retry_after_seconds(response.headers), detail)
+            raise AgentrtError(f"provider_http_{status}", detail)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                await response.aclose()
+
+    async def _error_code(self, response: httpx.Response) -> str:
+        """A safe error code from the first bytes of an error body (the body itself is never repeated)."""
+        head = b""
+        try:
+            with trio.move_on_after(1):
+                async for chunk in response.aiter_bytes():
+                    head += chunk
+                    if len(head) >= _ERROR_BODY_BYTES:
+                        return ""  # too big to be a small JSON error: not worth parsing
+        except httpx.HTTPError:
+            return ""
+        try:
+            obj = orjson.loads(head)
+        except orjson.JSONDecodeError:
+            return ""
+        if isinstance(obj, dict):
+            return _public_code(obj.get("error"))
+        return ""

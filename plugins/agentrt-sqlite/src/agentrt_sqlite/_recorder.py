@@ -1,0 +1,190 @@
+"""The synchronous half of the database sink: batches in, rows out.
+
+A :class:`Recorder` is owned by exactly one thread (the sink's writer).  It
+writes every event envelope to ``events`` and derives the ``conversations``,
+``turns`` and bot rows from the events as they pass, so readers never have to
+replay the event log.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from agentrt.events import (
+    EventBatch,
+    Lifecycle,
+    ProcessExited,
+    SessionStarted,
+    StateChanged,
+    TextDelta,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    Usage,
+)
+
+from ._encode import encode_event
+
+__all__ = ["Recorder", "ConversationInfo"]
+
+_INSERT_EVENT = "INSERT INTO events (source, seq, mono, wall, type, data) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+@attrs.frozen(kw_only=True)
+class ConversationInfo:
+    """What the sink knows about the conversations it records (from its options)."""
+
+    thread: str | None = None
+    dialect: str | None = None
+    executable: str | None = None
+    model: str | None = None
+
+
+@attrs.define
+class _Turn:
+    row: int
+    mono: float
+    reply: list[str] = attrs.Factory(list)
+
+
+class Recorder:
+    """Writes groups of batches, one transaction per group."""
+
+    def __init__(self, db: sqlite3.Connection, info: ConversationInfo) -> None:
+        self.db = db
+        self.info = info
+        self._known: set[str] = set()
+        self._turns: dict[str, _Turn] = {}
+        self._thread_id: int | None = None
+        if info.thread is not None:
+            self._thread_id = self._ensure_thread(info.thread)
+
+    def _ensure_thread(self, name: str) -> int:
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO threads (name, dialect, executable, model, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
+            (name, self.info.dialect or "", self.info.executable or "", self.info.model, now, now),
+        )
+        row = self.db.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
+        return int(row[0])
+
+    def write(self, batches: Sequence[EventBatch]) -> int:
+        """Store the batches in one transaction; returns how many events were written."""
+        db = self.db
+        rows: list[tuple[Any, ...]] = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for batch in batches:
+                source = batch.source
+                if source not in self._known:
+                    self._conversation(source, batch.wall)
+                seq = batch.first_seq
+                for event in batch.events:
+                    rows.append(
+                        (source, seq, batch.mono, batch.wall, event.type, encode_event(event).decode())
+                    )
+                    seq += 1
+                    # Only the rarer event kinds derive rows; deltas are just logged.
+                    if type(event) is TextDelta:
+                        turn = self._turns.get(source)
+                        if turn is not None:
+                            turn.reply.append(event.text)
+                    elif isinstance(event, TurnStarted):
+                        self._turn_started(source, event, batch)
+                    elif isinstance(event, (TurnCompleted, TurnFailed)):
+                        self._turn_ended(source, event, batch)
+                    elif isinstance(event, SessionStarted):
+                        self._session(source, event.session_id, event.model)
+                    elif isinstance(event, ProcessExited):
+                        db.execute(
+                            "UPDATE conversations SET ended_at = ?, returncode = ?, signal = ? WHERE id = ?",
+                            (batch.wall, event.returncode, event.signal, source),
+                        )
+                    elif isinstance(event, Lifecycle):
+                        self._lifecycle(source, event, batch.wall)
+                    elif isinstance(event, StateChanged):
+                        db.execute(
+                            "INSERT INTO bot_state_history (bot_id, state, previous, reason, at)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (source, event.state, event.previous,
+                             event.reason, batch.wall),
+                        )
+            db.executemany(_INSERT_EVENT, rows)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def _conversation(self, source: str, wall: float) -> None:
+        info = self.info
+        self.db.execute(
+            "INSERT INTO conversations (id, thread_id, dialect, executable, model, started_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            (source, self._thread_id, info.dialect, info.executable, info.model, wall),
+        )
+        self._known.add(source)
+
+    def _session(self, source: str, session_id: str, model: str | None) -> None:
+        self.db.execute(
+            "UPDATE conversations SET session_id = ?, model = COALESCE(?, model) WHERE id = ?",
+            (session_id, model, source),
+        )
+        if self._thread_id is not None:
+            # The thread resumes from the latest id its agent reported.
+            self.db.execute(
+                "UPDATE threads SET session_id = ?, model = COALESCE(?, model), updated_at = ?"
+                " WHERE id = ?",
+                (session_id, model, time.time(), self._thread_id),
+            )
+
+    def _turn_started(self, source: str, event: TurnStarted, batch: EventBatch) -> None:
+        cur = self.db.execute(
+            "INSERT INTO turns (conversation_id, turn, prompt, started_at) VALUES (?, ?, ?, ?)",
+            (source, event.turn, event.prompt, batch.wall),
+        )
+        assert cur.lastrowid is not None
+        self._turns[source] = _Turn(row=cur.lastrowid, mono=batch.mono)
+
+    def _turn_ended(self, source: str, event: TurnCompleted | TurnFailed, batch: EventBatch) -> None:
+        turn = self._turns.pop(source, None)
+        if turn is None:
+            return  # a terminal event without a recorded start: the events table has it
+        usage = event.usage or Usage()
+        if isinstance(event, TurnCompleted):
+            outcome, code = "completed", None
+            reply = "".join(turn.reply) or (event.result or "")
+            if event.session_id:
+                self._session(source, event.session_id, None)
+        else:
+            outcome, code = "failed", event.code
+            reply = "".join(turn.reply)
+        self.db.execute(
+            "UPDATE turns SET outcome = ?, code = ?, reply = ?, input_tokens = ?, output_tokens = ?,"
+            " cache_read_input_tokens = ?, cache_creation_input_tokens = ?, duration = ? WHERE id = ?",
+            (
+                outcome, code, reply, usage.input_tokens, usage.output_tokens,
+                usage.cache_read_input_tokens, usage.cache_creation_input_tokens,
+                max(0.0, batch.mono - turn.mono), turn.row,
+            ),
+        )
+
+    def _lifecycle(self, source: str, event: Lifecycle, wall: float) -> None:
+        payload = {
+            "agentId": event.agent_id,
+            "data": dict(event.data),
+            "pid": event.pid,
+            "timestamp": event.timestamp,
+        }
+        self.db.execute(
+            "INSERT INTO bot_timeline (bot_id, type, message, payload, at) VALUES (?, ?, ?, ?, ?)",
+            (source, event.kind, event.message, orjson.dumps(payload, default=str).decode(), wall),
+        )

@@ -1,0 +1,205 @@
+"""The database schema and its numbered migrations (``PRAGMA user_version``).
+
+Migration ``n`` takes a database at version ``n - 1`` to version ``n``.  Each
+runs in its own transaction together with the ``user_version`` bump, so a
+crash mid-upgrade leaves the previous version intact.  Never edit a released
+migration: add the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentrt.errors import AgentrtError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate"]
+
+
+class _Tx:
+    """Runs a migration's statements one by one inside the caller's transaction.
+
+    ``sqlite3.executescript`` would COMMIT first; splitting keeps DDL and the
+    version bump atomic.
+    """
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """One statement, with parameters (for data migrations)."""
+        return self._db.execute(sql, params)
+
+    def executescript(self, script: str) -> None:
+        """Statements separated by ``;`` (no ``;`` inside literals), run in order."""
+        for statement in script.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+
+
+def _v1(db: _Tx) -> None:
+    db.executescript(
+        """
+        CREATE TABLE threads (
+            id          INTEGER PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            dialect     TEXT NOT NULL,
+            executable  TEXT NOT NULL,
+            model       TEXT,
+            session_id  TEXT,
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        );
+        CREATE TABLE conversations (
+            id          TEXT PRIMARY KEY,
+            thread_id   INTEGER REFERENCES threads(id) ON DELETE CASCADE,
+            dialect     TEXT,
+            executable  TEXT,
+            model       TEXT,
+            session_id  TEXT,
+            started_at  REAL NOT NULL,
+            ended_at    REAL,
+            returncode  INTEGER,
+            signal      INTEGER
+        );
+        CREATE INDEX conversations_thread ON conversations(thread_id);
+        CREATE TABLE turns (
+            id              INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            turn            INTEGER NOT NULL,
+            prompt          TEXT NOT NULL,
+            reply           TEXT,
+            outcome         TEXT NOT NULL DEFAULT 'running',
+            code            TEXT,
+            input_tokens    INTEGER,
+            output_tokens   INTEGER,
+            cache_read_input_tokens     INTEGER,
+            cache_creation_input_tokens INTEGER,
+            started_at      REAL NOT NULL,
+            duration        REAL
+        );
+        CREATE INDEX turns_conversation ON turns(conversation_id);
+        CREATE TABLE events (
+            id      INTEGER PRIMARY KEY,
+            source  TEXT NOT NULL,
+            seq     INTEGER NOT NULL,
+            mono    REAL NOT NULL,
+            wall    REAL NOT NULL,
+            type    TEXT NOT NULL,
+            data    TEXT NOT NULL
+        );
+        CREATE INDEX events_source_seq ON events(source, seq);
+        """
+    )
+
+
+def _v2(db: _Tx) -> None:
+    db.executescript(
+        """
+        CREATE TABLE bots (
+            bot_id              TEXT PRIMARY KEY,
+            desired_state       TEXT NOT NULL,
+            status              TEXT NOT NULL,
+            pid                 INTEGER,
+            process_started_at  TEXT,
+            restart_count       INTEGER NOT NULL DEFAULT 0,
+            backoff_until       REAL,
+            last_error_code     TEXT,
+            last_error_message  TEXT,
+            last_qr_code_url    TEXT,
+            last_qr_code_id     TEXT,
+            account_id          TEXT,
+            config              TEXT NOT NULL DEFAULT '{}',
+            updated_at          REAL
+        );
+        CREATE TABLE bot_state_history (
+            id        INTEGER PRIMARY KEY,
+            bot_id    TEXT NOT NULL,
+            state     TEXT NOT NULL,
+            previous  TEXT,
+            reason    TEXT NOT NULL DEFAULT '',
+            at        REAL NOT NULL
+        );
+        CREATE INDEX bot_state_history_bot ON bot_state_history(bot_id, id);
+        CREATE TABLE bot_timeline (
+            id       INTEGER PRIMARY KEY,
+            bot_id   TEXT NOT NULL,
+            type     TEXT NOT NULL,
+            message  TEXT NOT NULL DEFAULT '',
+            payload  TEXT NOT NULL,
+            at       REAL NOT NULL
+        );
+        CREATE INDEX bot_timeline_bot ON bot_timeline(bot_id, id);
+        """
+    )
+
+
+#: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2)
+#: The version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring ``db`` up to ``target``; returns the version found before."""
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise AgentrtError(
+            "database_too_new",
+            f"the database has schema version {found}; this agentrt knows up to {SCHEMA_VERSION}",
+        )
+    for version in range(found, target):
+        # executescript commits any open transaction first, so BEGIN explicitly
+        # and keep the bump in the same transaction as the DDL.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            current = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if current == version:  # another process may have migrated meanwhile
+                MIGRATIONS[version](_Tx(db))
+                db.execute(f"PRAGMA user_version = {version + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return found
+
+
+def connect(path: Path, *, target: int = SCHEMA_VERSION) -> sqlite3.Connection:
+    """Open (creating if needed) and migrate the database at ``path``.
+
+    Blocking: call it from a worker thread.  WAL lets readers (``agentrt
+    threads``, the web UI) run while a sink writes.  ``synchronous=NORMAL`` in
+    WAL mode never corrupts the file: a power loss can only drop the last
+    commits, and a killed process loses nothing it committed; it saves one
+    fsync per commit, which is what lets a sink commit every few milliseconds.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fresh = not path.exists()
+        db = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=10.0
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise AgentrtError(
+            "database_unavailable", f"cannot open the database {str(path)!r}: {type(exc).__name__}"
+        ) from exc
+    try:
+        if fresh:
+            # Prompts and replies can be private: the file is the user's only.
+            os.chmod(path, 0o600)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        migrate(db, target)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise AgentrtError(
+            "database_unavailable", f"the database {str(path)!r} is not usable: {exc}"
+        ) from exc
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -1,0 +1,195 @@
+"""The database sink: batches handed over on the trio thread, written by one writer thread.
+
+``handle()`` only appends to an in-memory group (a lock held for a list
+append) and returns; the writer thread takes the whole group, writes it in one
+transaction and commits.  Commits are paced at ``flush_interval`` (20 ms by
+default), so while events flow at most the last ~``flush_interval`` plus one
+write is lost if the process is killed, and a burst costs one transaction, not
+one per batch.  The policy is ``block``: when ``max_pending`` events wait,
+``handle()`` awaits (in a worker thread, abandoning on cancel) until the writer
+catches up; nothing is ever dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import trio
+
+from agentrt.errors import AgentrtError
+from agentrt.events import EventBatch
+
+from ._location import database_path
+from ._recorder import ConversationInfo, Recorder
+from ._schema import connect
+
+__all__ = ["SqliteSink", "make_sink"]
+
+
+class SqliteSink:
+    """Stores every event envelope, and the conversations and turns they describe."""
+
+    name = "sqlite"
+    policy: Literal["block"] = "block"
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        info: ConversationInfo | None = None,
+        buffer_size: int = 64,
+        flush_interval: float = 0.02,
+        max_pending: int = 20_000,
+        close_timeout: float = 10.0,
+    ) -> None:
+        self.path = path
+        self.info = info or ConversationInfo()
+        self.buffer_size = buffer_size
+        self.flush_interval = flush_interval
+        self.max_pending = max_pending
+        self.close_timeout = close_timeout
+        self._cond = threading.Condition()
+        self._pending: list[EventBatch] = []
+        self._pending_events = 0
+        self._closing = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._handed_total = 0
+        self._close_done = False
+        #: Events committed so far (read by tests and the benchmark).
+        self.committed = 0
+
+    # -- trio side -----------------------------------------------------
+    async def handle(self, batch: EventBatch) -> None:
+        """Queue ``batch`` for the writer; waits only when ``max_pending`` events are queued."""
+        if self._error is not None:
+            raise self._failure()
+        if self._closing:
+            raise AgentrtError("sink_closed", "the sqlite sink is closed")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="agentrt-sqlite-writer", daemon=True)
+            self._thread.start()
+        with self._cond:
+            self._pending.append(batch)
+            self._pending_events += len(batch.events)
+            self._handed_total += len(batch.events)
+            self._cond.notify_all()
+            full = self._pending_events >= self.max_pending
+        if full:
+            await trio.to_thread.run_sync(self._wait_for_room, abandon_on_cancel=True)
+            if self._error is not None:
+                raise self._failure()
+
+    async def flush(self) -> None:
+        """Wait until everything handed over so far is committed (bounded by ``close_timeout``)."""
+        if self._thread is None:
+            return
+        target = self._handed()
+        with trio.fail_after(self.close_timeout):
+            await trio.to_thread.run_sync(self._wait_committed, target, abandon_on_cancel=True)
+        if self._error is not None:
+            raise self._failure()
+
+    async def aclose(self) -> None:
+        """Commit what is queued and stop the writer; idempotent, bounded by ``close_timeout``."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            with trio.move_on_after(self.close_timeout) as scope:
+                await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
+            if scope.cancelled_caught:
+                raise AgentrtError("sink_close_timeout", "the sqlite writer did not finish in time")
+        if self._error is not None and not self._close_done:
+            self._close_done = True
+            raise self._failure()
+        self._close_done = True
+
+    def _handed(self) -> int:
+        with self._cond:
+            return self._handed_total
+
+    # -- worker and writer threads -----------------------------------------
+    def _wait_for_room(self) -> None:
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._pending_events < self.max_pending or self._error is not None
+                or self._closing
+            )
+
+    def _wait_committed(self, target: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.committed >= target or self._error is not None)
+
+    def _failure(self) -> AgentrtError:
+        err = self._error
+        if isinstance(err, AgentrtError):
+            return err
+        return AgentrtError("sink_write_failed", f"the sqlite sink failed: {type(err).__name__}: {err}")
+
+    def _run(self) -> None:
+        try:
+            db = connect(self.path)
+        except BaseException as exc:
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+            return
+        try:
+            recorder = Recorder(db, self.info)
+            last = 0.0
+            while True:
+                with self._cond:
+                    self._cond.wait_for(lambda: bool(self._pending) or self._closing)
+                    if not self._pending:
+                        break
+                    # Pace commits: a burst waits for the rest of the interval and
+                    # goes out as one transaction.
+                    delay = last + self.flush_interval - time.monotonic()
+                    if delay > 0 and not self._closing:
+                        self._cond.wait_for(lambda: self._closing, timeout=delay)
+                    group, self._pending = self._pending, []
+                    self._pending_events = 0
+                    self._cond.notify_all()
+                written = recorder.write(group)
+                last = time.monotonic()
+                with self._cond:
+                    self.committed += written
+                    self._cond.notify_all()
+        except BaseException as exc:
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+        finally:
+            db.close()
+
+
+def make_sink(options: Mapping[str, Any]) -> SqliteSink:
+    """The ``sqlite`` sink factory.
+
+    Options: ``url`` (else ``AGENTRT_DATABASE_URL`` of ``env``), ``env``,
+    ``thread`` (link the conversations to this named thread), ``dialect``,
+    ``executable``, ``model``, and the tuning knobs ``buffer_size``,
+    ``flush_interval``, ``max_pending``.
+    """
+    import os
+
+    env = dict(options.get("env") or os.environ)
+    if options.get("url"):
+        env["AGENTRT_DATABASE_URL"] = str(options["url"])
+    info = ConversationInfo(
+        thread=options.get("thread"),
+        dialect=options.get("dialect"),
+        executable=options.get("executable"),
+        model=options.get("model"),
+    )
+    kwargs: dict[str, Any] = {}
+    for key in ("buffer_size", "flush_interval", "max_pending"):
+        if key in options:
+            kwargs[key] = options[key]
+    return SqliteSink(database_path(env), info=info, **kwargs)

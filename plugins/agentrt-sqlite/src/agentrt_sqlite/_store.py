@@ -1,0 +1,310 @@
+"""The thread store and the bot store, backed by the same database file.
+
+Every method is async and runs its SQL in a worker thread; one connection is
+shared under a lock (opened on first use, so creating a store does no I/O).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import orjson
+import trio
+
+from agentrt.bots import BotRecord
+from agentrt.events import Diagnostic
+from agentrt.threads import ThreadRecord
+
+from ._schema import connect
+
+__all__ = ["SqliteStore", "ThreadSummary", "SESSION_ID_RE"]
+
+T = TypeVar("T")
+
+#: The shape of a native session id that may be passed to ``--resume``.
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,256}")
+
+_BOT_COLUMNS = (
+    "bot_id", "desired_state", "status", "pid", "process_started_at", "restart_count",
+    "backoff_until", "last_error_code", "last_error_message", "last_qr_code_url",
+    "last_qr_code_id", "account_id", "config", "updated_at",
+)
+
+
+@attrs.frozen(kw_only=True)
+class ThreadSummary:
+    """One line of ``agentrt threads list``."""
+
+    record: ThreadRecord
+    created_at: float
+    updated_at: float
+    turns: int
+
+
+class SqliteStore:
+    """:class:`agentrt.threads.ThreadStore` and :class:`agentrt.bots.BotStore` over SQLite."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+
+    # -- plumbing --------------------------------------------------------
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await trio.to_thread.run_sync(self._locked, fn)
+
+    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._db is None:
+                self._db = connect(self.path)
+            return fn(self._db)
+
+    async def aclose(self) -> None:
+        """Close the connection (idempotent)."""
+
+        def close() -> None:
+            with self._lock:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+        await trio.to_thread.run_sync(close)
+
+    # -- threads -----------------------------------------------------------
+    async def get_thread(self, name: str) -> ThreadRecord | None:
+        """The thread called ``name``; an invalid stored session id comes back as ``None``."""
+        record, _ = await self.check_thread(name)
+        return record
+
+    async def check_thread(self, name: str) -> tuple[ThreadRecord | None, Diagnostic | None]:
+        """The thread and, when its stored session id cannot be resumed, why (a diagnostic)."""
+
+        def q(db: sqlite3.Connection) -> Any:
+            return db.execute(
+                "SELECT name, dialect, executable, model, session_id FROM threads WHERE name = ?",
+                (name,),
+            ).fetchone()
+
+        row = await self._run(q)
+        if row is None:
+            return None, None
+        record, diag = _thread(row)
+        return record, diag
+
+    async def save_thread(self, record: ThreadRecord) -> None:
+        """Create or update a thread (an invalid session id is stored as none)."""
+        session = record.session_id
+        if session is not None and not SESSION_ID_RE.fullmatch(session):
+            session = None
+        now = time.time()
+
+        def q(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO threads (name, dialect, executable, model, session_id, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET dialect = excluded.dialect,"
+                " executable = excluded.executable, model = excluded.model,"
+                " session_id = excluded.session_id, updated_at = excluded.updated_at",
+                (record.name, record.dialect, record.executable, record.model, session, now, now),
+            )
+
+        await self._run(q)
+
+    async def list_threads(self) -> list[ThreadSummary]:
+        """Every thread, most recently updated first."""
+
+        def q(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(
+                "SELECT t.name, t.dialect, t.executable, t.model, t.session_id, t.created_at,"
+                " t.updated_at, (SELECT count(*) FROM turns u JOIN conversations c"
+                " ON u.conversation_id = c.id WHERE c.thread_id = t.id)"
+                " FROM threads t ORDER BY t.updated_at DESC, t.name"
+            ).fetchall()
+
+        rows = await self._run(q)
+        return [
+            ThreadSummary(record=_thread(r[:5])[0], created_at=r[5], updated_at=r[6], turns=r[7])
+            for r in rows
+        ]
+
+    async def delete_thread(self, name: str) -> bool:
+        """Forget a thread with its conversations, turns and events; ``False`` if unknown."""
+
+        def q(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
+                if row is None:
+                    db.execute("ROLLBACK")
+                    return False
+                db.execute(
+                    "DELETE FROM events WHERE source IN (SELECT id FROM conversations WHERE thread_id = ?)",
+                    (row[0],),
+                )
+                # turns and conversations go by ON DELETE CASCADE.
+                db.execute("DELETE FROM threads WHERE id = ?", (row[0],))
+                db.execute("COMMIT")
+                return True
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+        return await self._run(q)
+
+    async def thread_turns(self, name: str) -> list[dict[str, Any]]:
+        """The thread's turns, oldest first, as dicts (prompt, reply, outcome, code, usage, duration)."""
+
+        def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            cur = db.execute(
+                "SELECT u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.input_tokens,"
+                " u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
+                " u.started_at, u.duration FROM turns u JOIN conversations c ON u.conversation_id = c.id"
+                " JOIN threads t ON c.thread_id = t.id WHERE t.name = ? ORDER BY u.started_at, u.id",
+                (name,),
+            )
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+        return await self._run(q)
+
+    async def thread_events(self, name: str) -> list[dict[str, Any]]:
+        """Every stored event envelope of the thread, in order, as JSON-ready dicts."""
+
+        def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute(
+                "SELECT e.source, e.seq, e.mono, e.wall, e.data FROM events e"
+                " JOIN conversations c ON e.source = c.id JOIN threads t ON c.thread_id = t.id"
+                " WHERE t.name = ? ORDER BY e.id",
+                (name,),
+            ).fetchall()
+            return [
+                {"source": s, "seq": q_, "mono": m, "wall": w, "event": orjson.loads(d)}
+                for s, q_, m, w, d in rows
+            ]
+
+        return await self._run(q)
+
+    # -- bots ----------------------------------------------------------------
+    async def get_bot(self, bot_id: str) -> BotRecord | None:
+        """The bot's record, or ``None``."""
+
+        def q(db: sqlite3.Connection) -> Any:
+            return db.execute(
+                f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots WHERE bot_id = ?", (bot_id,)
+            ).fetchone()
+
+        row = await self._run(q)
+        return None if row is None else _bot(row)
+
+    async def save_bot(self, record: BotRecord) -> None:
+        """Create or replace the bot's record (``updated_at`` defaults to now)."""
+        values = attrs.asdict(record)
+        values["config"] = orjson.dumps(dict(record.config), default=str).decode()
+        if values["updated_at"] is None:
+            values["updated_at"] = time.time()
+        params = tuple(values[c] for c in _BOT_COLUMNS)
+
+        def q(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"INSERT OR REPLACE INTO bots ({', '.join(_BOT_COLUMNS)})"
+                f" VALUES ({', '.join('?' * len(_BOT_COLUMNS))})",
+                params,
+            )
+
+        await self._run(q)
+
+    async def list_bots(self) -> Sequence[BotRecord]:
+        """Every bot, ordered by id."""
+
+        def q(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots ORDER BY bot_id").fetchall()
+
+        return [_bot(r) for r in await self._run(q)]
+
+    async def delete_bot(self, bot_id: str) -> None:
+        """Forget a bot, its state history and its timeline."""
+
+        def q(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("bots", "bot_state_history", "bot_timeline"):
+                    db.execute(f"DELETE FROM {table} WHERE bot_id = ?", (bot_id,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+        await self._run(q)
+
+    async def append_timeline(self, bot_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one applied lifecycle event ``{type, message, payload}`` to the bot's timeline.
+
+        The database sink does this itself for every :class:`~agentrt.events.Lifecycle`
+        event whose batch source is the bot; this is for supervisors without a sink.
+        """
+        payload = orjson.dumps(dict(entry.get("payload") or {}), default=str).decode()
+
+        def q(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO bot_timeline (bot_id, type, message, payload, at) VALUES (?, ?, ?, ?, ?)",
+                (bot_id, str(entry.get("type", "")), str(entry.get("message", "")), payload, time.time()),
+            )
+
+        await self._run(q)
+
+    async def timeline(
+        self, bot_id: str, *, offset: int = 0, limit: int = 100
+    ) -> Sequence[Mapping[str, Any]]:
+        """The bot's applied lifecycle events, oldest first, paged."""
+        offset, limit = max(0, int(offset)), max(0, min(int(limit), 1000))
+
+        def q(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(
+                "SELECT type, message, payload, at FROM bot_timeline WHERE bot_id = ?"
+                " ORDER BY id LIMIT ? OFFSET ?",
+                (bot_id, limit, offset),
+            ).fetchall()
+
+        return [
+            {"type": t, "message": m, "payload": orjson.loads(p), "at": a}
+            for t, m, p, a in await self._run(q)
+        ]
+
+    async def state_history(self, bot_id: str) -> list[dict[str, Any]]:
+        """The bot's state changes, oldest first (from ``state_changed`` events)."""
+
+        def q(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(
+                "SELECT state, previous, reason, at FROM bot_state_history WHERE bot_id = ? ORDER BY id",
+                (bot_id,),
+            ).fetchall()
+
+        return [{"state": s, "previous": p, "reason": r, "at": a} for s, p, r, a in await self._run(q)]
+
+
+def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:
+    name, dialect, executable, model, session = row
+    diag = None
+    if session is not None and not SESSION_ID_RE.fullmatch(session):
+        # Never hand a malformed id to --resume; say so without echoing it.
+        diag = Diagnostic(
+            code="invalid_resume_session_id",
+            detail=f"thread {name!r} has a stored session id that is not a valid resume id; starting fresh",
+        )
+        session = None
+    record = ThreadRecord(name=name, dialect=dialect, executable=executable, model=model, session_id=session)
+    return record, diag
+
+
+def _bot(row: Sequence[Any]) -> BotRecord:
+    values = dict(zip(_BOT_COLUMNS, row))
+    values["config"] = orjson.loads(values["config"] or "{}")
+    return BotRecord(**values)
+
+

@@ -1,0 +1,691 @@
+"""The stream-json codecs (Claude-Code-style), both sides of the wire.
+
+Input is the awp-jsonl user line; output is a superset of awp-jsonl's.  The
+host codec handles the traps of the real CLI (see docs/dialects.md):
+
+* ``system/init`` is repeated at the start of every turn: each one gives a
+  :class:`~agentrt.events.SessionStarted` (the conversation keeps the first and
+  treats an identical repeat as a no-op);
+* ``assistant`` arrives one line per content block, and with
+  ``--include-partial-messages`` after the ``stream_event`` deltas of the same
+  block: text already streamed is not emitted again (tracked per message id and
+  block index; only a suffix the stream did not deliver is emitted);
+* a tool call gives exactly one :class:`~agentrt.events.ToolUse`, with its full
+  input, from the ``assistant`` line or from the streamed block (its
+  ``input_json_delta`` pieces parsed at ``content_block_stop``), whichever
+  comes first;
+* ``result.subtype`` is ``"success"`` even when ``is_error`` is true: the turn
+  fails on ``is_error`` (or an ``error*`` subtype) with the code taken from
+  ``api_error_status`` (``api_error_<status>``), ``terminal_reason``, a
+  code-shaped ``result``, the subtype (``cc_<subtype>``), else ``cc_error``;
+* a raw ``message_stop`` is not a terminal here: ``result`` always follows.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from agentrt_awp_jsonl.codec import (
+    AwpHostCodec,
+    decode_user_input,
+    failure_message,
+    init_object,
+    is_stable_code,
+    tool_use_block,
+)
+
+from agentrt.dialect import AgentCodec, AgentInput, Dialect
+from agentrt.errors import AgentrtError
+from agentrt.events import (
+    ControlRequest,
+    Diagnostic,
+    Event,
+    RawEvent,
+    SessionStarted,
+    Status,
+    TextDelta,
+    ThinkingDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    Usage,
+)
+from agentrt.labels import tool_label
+from agentrt.permissions import PermissionDecision
+
+__all__ = [
+    "COMPAT_ARGS",
+    "StreamJsonDialect",
+    "StreamJsonHostCodec",
+    "StreamJsonAgentCodec",
+    "permission_response",
+]
+
+#: Added to the CLI's argv before ``--model`` (the AWP launch contract).
+COMPAT_ARGS = ("--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose")
+
+_NO_EVENTS: tuple[Event, ...] = ()
+_SUBTYPE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+_SKIP_DETAIL = frozenset({"type", "subtype", "uuid", "session_id"})
+
+
+def _scalars(obj: Mapping[str, Any], skip: frozenset[str] = _SKIP_DETAIL) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in obj.items()
+        if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))
+    }
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def permission_response(decision: PermissionDecision) -> dict[str, Any]:
+    """The ``can_use_tool`` answer body for ``decision`` (the Agent SDK's shape).
+
+    ``{"behavior":"allow","updatedInput":...}`` (``updatedInput`` only when the
+    policy rewrote the input; :meth:`StreamJsonHostCodec.encode_control_response`
+    fills in the original input otherwise) or ``{"behavior":"deny","message":...}``.
+    """
+    if decision.allow:
+        body: dict[str, Any] = {"behavior": "allow"}
+        if decision.updated_input is not None:
+            body["updatedInput"] = dict(decision.updated_input)
+        return body
+    return {"behavior": "deny", "message": decision.message}
+
+
+class StreamJsonHostCodec(AwpHostCodec):
+    """Host side of stream-json: decodes the Claude Code CLI's output objects."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._message_id: Any = None
+        # (kind, message id, block index) -> streamed pieces; (kind, message id) -> indices in order
+        self._streamed: dict[tuple[str, Any, int], list[str]] = {}
+        self._streamed_blocks: dict[tuple[str, Any], list[int]] = {}
+        # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
+        self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
+        self._tools_emitted: set[str] = set()
+        self._dispatch.update(
+            {
+                "stream_event": self._stream_event,
+                "control_request": self._control_request,
+                # The real CLI wraps raw events in stream_event; accept them bare
+                # too, with the same (non-terminal) meaning.
+                "message_start": self._bare_raw,
+                "content_block_start": self._bare_raw,
+                "content_block_delta": self._bare_raw,
+                "content_block_stop": self._bare_raw,
+                "message_delta": self._bare_raw,
+                "message_stop": self._bare_raw,
+            }
+        )
+
+    # -- control requests -------------------------------------------------
+    def encode_control_response(
+        self, request: Any, response: Mapping[str, Any] | None, error: str | None
+    ) -> bytes | None:
+        """The ``control_response`` line answering ``request`` (a ControlRequest).
+
+        ``error`` set: ``{"subtype":"error","request_id":...,"error":error}``;
+        else ``{"subtype":"success","request_id":...,"response":response}``, an
+        ``allow`` without ``updatedInput`` getting the request's own input (the
+        CLI requires it).
+        """
+        if isinstance(request, ControlRequest):
+            request_id: Any = request.request_id
+            subtype: Any = request.subtype
+            body_request: Mapping[str, Any] = request.request
+        elif isinstance(request, Mapping):
+            request_id = request.get("request_id")
+            inner = request.get("request")
+            body_request = inner if isinstance(inner, Mapping) else {}
+            subtype = body_request.get("subtype")
+        else:
+            request_id, subtype, body_request = request, None, {}
+        if not isinstance(request_id, str) or not request_id:
+            raise AgentrtError("invalid_control_request", "a control response needs the request's id")
+        if error is not None:
+            body: dict[str, Any] = {"subtype": "error", "request_id": request_id, "error": str(error)}
+        else:
+            data = dict(response or {})
+            if subtype == "can_use_tool" and data.get("behavior") == "allow" and "updatedInput" not in data:
+                original = body_request.get("input")
+                data["updatedInput"] = dict(original) if isinstance(original, Mapping) else {}
+            body = {"subtype": "success", "request_id": request_id, "response": data}
+        try:
+            return orjson.dumps({"type": "control_response", "response": body}) + b"\n"
+        except TypeError as exc:
+            raise AgentrtError("invalid_control_response", f"response is not JSON: {exc}") from None
+
+    def _control_request(self, obj: dict[str, Any]) -> Sequence[Event]:
+        request = obj.get("request")
+        request_id = obj.get("request_id")
+        subtype = request.get("subtype") if isinstance(request, dict) else None
+        if (
+            isinstance(request, dict)
+            and isinstance(request_id, str)
+            and request_id
+            and isinstance(subtype, str)
+        ):
+            # Every subtype surfaces: the CLI waits for an answer to each one,
+            # so the conversation must answer (an error for what it does not do).
+            return (ControlRequest(request_id=request_id, subtype=subtype, request=request, raw=obj),)
+        return (
+            Diagnostic(
+                code="unexpected_output_shape", detail="control_request without id or subtype", raw=obj
+            ),
+        )
+
+    # -- system -------------------------------------------------------------
+    def _system(self, obj: dict[str, Any]) -> Sequence[Event]:
+        subtype = obj.get("subtype")
+        if subtype == "init":
+            return self._init(obj)
+        if subtype == "api_retry":
+            return (Status(kind="api_retry", label=_retry_label(obj), detail=_scalars(obj), raw=obj),)
+        if subtype == "status":
+            status = obj.get("status")
+            return (
+                Status(
+                    kind="status",
+                    label=status if isinstance(status, str) else "",
+                    detail=_scalars(obj),
+                    raw=obj,
+                ),
+            )
+        if subtype == "permission_denied":
+            tool = obj.get("tool_name")
+            label = f"Permission denied: {tool}" if isinstance(tool, str) and tool else "Permission denied"
+            return (Status(kind="permission_denied", label=label[:80], detail=_scalars(obj), raw=obj),)
+        if subtype in ("task_started", "task_progress", "task_notification"):
+            text = obj.get("description") if subtype != "task_notification" else obj.get("summary")
+            label = text[:80] if isinstance(text, str) else ""
+            return (Status(kind=subtype, label=label, detail=_scalars(obj), raw=obj),)
+        return (RawEvent(name=f"system/{subtype}" if isinstance(subtype, str) else "system", raw=obj),)
+
+    def _rate_limit(self, obj: dict[str, Any]) -> Sequence[Event]:
+        info = obj.get("rate_limit_info")
+        status = info.get("status") if isinstance(info, dict) else None
+        if isinstance(info, dict) and isinstance(status, str) and status and status != "allowed":
+            label = "rate_limit_warning" if status == "allowed_warning" else "rate_limited"
+            return (Status(kind="rate_limit", label=label, detail=_scalars(info, frozenset()), raw=obj),)
+        return (RawEvent(name="rate_limit_event", raw=obj),)
+
+    # -- streamed raw events -----------------------------------------------
+    def _bare_raw(self, obj: dict[str, Any]) -> Sequence[Event]:
+        return self._raw_event(obj, obj)
+
+    def _stream_event(self, obj: dict[str, Any]) -> Sequence[Event]:
+        ev = obj.get("event")
+        if type(ev) is not dict:
+            return (RawEvent(name="stream_event", raw=obj),)
+        return self._raw_event(obj, ev)
+
+    def _raw_event(self, obj: dict[str, Any], ev: dict[str, Any]) -> Sequence[Event]:
+        etype = ev.get("type")
+        if etype == "content_block_delta":  # the hot path: most lines are text deltas
+            delta = ev.get("delta")
+            index = ev.get("index")
+            if type(index) is not int:
+                index = 0
+            if type(delta) is dict:
+                dtype = delta.get("type")
+                if dtype == "text_delta":
+                    text = delta.get("text")
+                    if type(text) is str:
+                        if not text:
+                            return _NO_EVENTS
+                        self._record("text", obj, index, text)
+                        return (TextDelta(text=text, index=index, raw=obj),)
+                elif dtype == "input_json_delta":
+                    piece = delta.get("partial_json")
+                    block = self._tool_blocks.get((self._msg(obj), index))
+                    if block is not None and type(piece) is str:
+                        block[2].append(piece)
+                    return _NO_EVENTS
+                elif dtype == "thinking_delta":
+                    text = delta.get("thinking")
+                    if type(text) is str:
+                        if not text:
+                            return _NO_EVENTS
+                        self._record("thinking", obj, index, text)
+                        return (ThinkingDelta(text=text, index=index, raw=obj),)
+                elif dtype == "signature_delta":
+                    return _NO_EVENTS
+            return (RawEvent(name="stream_event/content_block_delta", raw=obj),)
+        if etype == "message_start":
+            message = ev.get("message")
+            if isinstance(message, dict):
+                self._message_id = message.get("id")
+            return _NO_EVENTS
+        if etype == "content_block_start":
+            block = ev.get("content_block")
+            index = ev.get("index")
+            if isinstance(block, dict) and block.get("type") == "tool_use" and type(index) is int:
+                tool_id = block.get("id")
+                name = block.get("name")
+                self._tool_blocks[(self._msg(obj), index)] = [
+                    tool_id if isinstance(tool_id, str) else "",
+                    name if isinstance(name, str) and name else "tool",
+                    [],
+                ]
+            return _NO_EVENTS
+        if etype == "content_block_stop":
+            index = ev.get("index")
+            pending = self._tool_blocks.pop((self._msg(obj), index), None) if type(index) is int else None
+            if pending is not None and pending[0] not in self._tools_emitted:
+                return self._streamed_tool(obj, pending)
+            return _NO_EVENTS
+        if etype == "message_delta":
+            usage = ev.get("usage")
+            if isinstance(usage, dict):
+                self._pending_usage = Usage.from_mapping(usage)
+            return _NO_EVENTS
+        if etype == "message_stop":
+            return _NO_EVENTS
+        return (
+            RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),
+        )
+
+    def _msg(self, obj: dict[str, Any]) -> Any:
+        # The capture's CLI names the message on every stream_event; older
+        # ones only in message_start.
+        return obj.get("api_message_id") or self._message_id
+
+    def _record(self, kind: str, obj: dict[str, Any], index: int, text: str) -> None:
+        msg = self._msg(obj)
+        key = (kind, msg, index)
+        parts = self._streamed.get(key)
+        if parts is None:
+            self._streamed[key] = [text]
+            self._streamed_blocks.setdefault((kind, msg), []).append(index)
+        else:
+            parts.append(text)
+
+    def _streamed_tool(self, obj: dict[str, Any], pending: list[Any]) -> Sequence[Event]:
+        tool_id, name, pieces = pending
+        source = "".join(pieces)
+        events: list[Event] = []
+        tool_input: Any = {}
+        if source.strip():
+            try:
+                tool_input = orjson.loads(source)
+            except orjson.JSONDecodeError:
+                events.append(
+                    Diagnostic(
+                        code="invalid_tool_input_json",
+                        detail=f"streamed input of {name} is not JSON",
+                        raw=obj,
+                    )
+                )
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+        if tool_id:
+            self._tools_emitted.add(tool_id)
+        events.append(
+            ToolUse(id=tool_id, name=name, input=tool_input, summary=tool_label(name, tool_input), raw=obj)
+        )
+        return events
+
+    # -- complete messages --------------------------------------------------
+    def _assistant(self, obj: dict[str, Any]) -> Sequence[Event]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return (RawEvent(name="assistant", raw=obj),)
+        content = message.get("content")
+        error = obj.get("error")
+        if isinstance(error, str):
+            # A synthetic message standing for an API error: not the model's
+            # reply, so not text; the result that follows fails the turn.
+            return (
+                Status(kind="api_error", label=error[:80], detail=_api_error_detail(obj, content), raw=obj),
+            )
+        msg = message.get("id")
+        out: list[Event] = []
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return (RawEvent(name="assistant", raw=obj),)
+        for position, block in enumerate(content):
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" or btype == "thinking":
+                text = block.get(btype)
+                if isinstance(text, str) and text:
+                    out.extend(self._unstreamed(btype, msg, position, text, obj))
+            elif btype == "tool_use":
+                tool_id = block.get("id")
+                if isinstance(tool_id, str) and tool_id in self._tools_emitted:
+                    continue
+                event = self._tool_use(obj, block)
+                if event.id:
+                    self._tools_emitted.add(event.id)
+                out.append(event)
+            else:
+                out.append(
+                    RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj)
+                )
+        return out if out else (RawEvent(name="assistant", raw=obj),)
+
+    def _unstreamed(self, kind: str, msg: Any, position: int, text: str, obj: dict[str, Any]) -> list[Event]:
+        cls = TextDelta if kind == "text" else ThinkingDelta
+        order = self._streamed_blocks.get((kind, msg))
+        if not order:
+            return [cls(text=text, index=position, raw=obj)]
+        index = order.pop(0)
+        streamed = "".join(self._streamed.pop((kind, msg, index), ()))
+        if text == streamed:
+            return []
+        if text.startswith(streamed):
+            return [cls(text=text[len(streamed) :], index=index, raw=obj)]
+        return [
+            Diagnostic(
+                code="stream_text_mismatch",
+                detail=f"complete {kind} block differs from what was streamed",
+                raw=obj,
+            )
+        ]
+
+    def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
+        # The turn is over: forget what was streamed in it.
+        self._streamed.clear()
+        self._streamed_blocks.clear()
+        self._tool_blocks.clear()
+        self._tools_emitted.clear()
+        self._message_id = None
+        self._pending_usage = None
+        subtype = obj.get("subtype")
+        usage_obj = obj.get("usage")
+        usage = Usage.from_mapping(usage_obj) if isinstance(usage_obj, dict) else None
+        failed = obj.get("is_error") is True or (isinstance(subtype, str) and subtype.startswith("error"))
+        if failed:
+            return (TurnFailed(code=_failure_code(obj), message=failure_message(obj), usage=usage, raw=obj),)
+        result = obj.get("result")
+        return (
+            TurnCompleted(
+                session_id=_str(obj.get("session_id")),
+                usage=usage,
+                result=result if isinstance(result, str) else None,
+                raw=obj,
+            ),
+        )
+
+
+def _failure_code(obj: Mapping[str, Any]) -> str:
+    status = obj.get("api_error_status")
+    if isinstance(status, int) and not isinstance(status, bool) and 0 <= status < 1000:
+        return f"api_error_{status}"
+    if isinstance(status, str) and status.isdigit() and len(status) <= 3:
+        return f"api_error_{status}"
+    reason = obj.get("terminal_reason")
+    if is_stable_code(reason) and reason != "completed":
+        return str(reason)
+    result = obj.get("result")
+    if is_stable_code(result):
+        return str(result)
+    subtype = obj.get("subtype")
+    if isinstance(subtype, str) and subtype != "success" and _SUBTYPE.match(subtype):
+        return f"cc_{subtype}"
+    return "cc_error"
+
+
+def _retry_label(obj: Mapping[str, Any]) -> str:
+    attempt, limit, status = obj.get("attempt"), obj.get("max_retries"), obj.get("error_status")
+    head = f"API error {status}, retrying" if isinstance(status, int) else "Retrying API request"
+    if isinstance(attempt, int) and isinstance(limit, int):
+        return f"{head} (attempt {attempt} of {limit})"
+    if isinstance(attempt, int):
+        return f"{head} (attempt {attempt})"
+    return head
+
+
+def _api_error_detail(obj: Mapping[str, Any], content: Any) -> dict[str, Any]:
+    detail = {k: obj[k] for k in ("error", "api_error_status", "api_error_type") if k in obj}
+    if isinstance(content, list):
+        texts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        if texts:
+            detail["text"] = "\n".join(texts)
+    return detail
+
+
+# -- agent side -------------------------------------------------------------------
+
+
+def _uid() -> str:
+    return str(uuid.uuid4())
+
+
+class StreamJsonAgentCodec(AgentCodec):
+    """Agent side of stream-json: prints what the Claude Code CLI prints.
+
+    Each text (or thinking) block becomes one ``assistant`` line when the block
+    closes (at the next block, any other event, or the terminal event).  With
+    ``partial=True`` (the CLI's ``--include-partial-messages``) the block is
+    also streamed as ``stream_event`` lines (``message_start``,
+    ``content_block_start``, one ``content_block_delta`` per delta,
+    ``content_block_stop``, ``message_stop``), the complete ``assistant`` line
+    coming just before ``content_block_stop`` as the real CLI does.
+
+    Input: user lines and ``{"type":"shutdown"}`` as awp-jsonl.  A
+    ``control_response`` from the host is stored in :attr:`control_responses`
+    (by request id) and the input is otherwise ignored; a ``control_request``
+    from the host is answered (``initialize`` and ``interrupt`` succeed, others
+    get an error) by objects the agent loop collects with :meth:`drain_output`.
+    """
+
+    def __init__(self, *, partial: bool = False) -> None:
+        self.partial = partial
+        self.session_id: str | None = None
+        self.model: str | None = None
+        self.control_responses: dict[str, Mapping[str, Any]] = {}
+        self._outbox: list[dict[str, Any]] = []
+        # open block: [kind, index, message id, pieces]
+        self._open: list[Any] | None = None
+
+    # -- input ---------------------------------------------------------------
+    def decode_input(self, obj: Any) -> AgentInput:
+        """A Turn / Shutdown / InputError, or ``None`` for control traffic."""
+        if isinstance(obj, Mapping):
+            kind = obj.get("type")
+            if kind == "control_response":
+                response = obj.get("response")
+                if isinstance(response, Mapping) and isinstance(response.get("request_id"), str):
+                    self.control_responses[response["request_id"]] = response
+                return None
+            if kind == "control_request":
+                self._answer(obj)
+                return None
+            if kind == "control_cancel_request":
+                return None
+        return decode_user_input(obj)
+
+    def _answer(self, obj: Mapping[str, Any]) -> None:
+        request_id = obj.get("request_id")
+        request = obj.get("request")
+        subtype = request.get("subtype") if isinstance(request, Mapping) else None
+        if not isinstance(request_id, str):
+            return
+        if subtype in ("initialize", "interrupt"):
+            body: dict[str, Any] = {"subtype": "success", "request_id": request_id, "response": {}}
+        else:
+            body = {
+                "subtype": "error",
+                "request_id": request_id,
+                "error": f"unsupported control request: {subtype}",
+            }
+        self._outbox.append({"type": "control_response", "response": body})
+
+    def drain_output(self) -> list[dict[str, Any]]:
+        """Objects owed to the host outside any event (control responses), in order."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    # -- output --------------------------------------------------------------
+    def _envelope(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj["parent_tool_use_id"] = None
+        obj["session_id"] = self.session_id or ""
+        obj["uuid"] = _uid()
+        return obj
+
+    def _stream(self, event: dict[str, Any], message_id: str) -> dict[str, Any]:
+        obj = self._envelope({"type": "stream_event", "event": event})
+        obj["api_message_id"] = message_id
+        return obj
+
+    def _message(self, message_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model or "agentrt",
+            "content": content,
+            "stop_reason": None,
+            "stop_sequence": None,
+        }
+
+    def _close(self, out: list[dict[str, Any]]) -> None:
+        if self._open is None:
+            return
+        kind, index, message_id, pieces = self._open
+        self._open = None
+        text = "".join(pieces)
+        block = (
+            {"type": "text", "text": text}
+            if kind == "text"
+            else {"type": "thinking", "thinking": text, "signature": ""}
+        )
+        out.append(self._envelope({"type": "assistant", "message": self._message(message_id, [block])}))
+        if self.partial:
+            out.append(self._stream({"type": "content_block_stop", "index": index}, message_id))
+            out.append(self._stream({"type": "message_stop"}, message_id))
+
+    def _delta(self, kind: str, index: int, text: str, out: list[dict[str, Any]]) -> None:
+        if self._open is None or self._open[0] != kind or self._open[1] != index:
+            self._close(out)
+            message_id = "msg_" + uuid.uuid4().hex[:24]
+            self._open = [kind, index, message_id, []]
+            if self.partial:
+                out.append(
+                    self._stream(
+                        {"type": "message_start", "message": self._message(message_id, [])}, message_id
+                    )
+                )
+                start = (
+                    {"type": "text", "text": ""} if kind == "text" else {"type": "thinking", "thinking": ""}
+                )
+                out.append(
+                    self._stream(
+                        {"type": "content_block_start", "index": index, "content_block": start}, message_id
+                    )
+                )
+        assert self._open is not None
+        self._open[3].append(text)
+        if self.partial:
+            delta = (
+                {"type": "text_delta", "text": text}
+                if kind == "text"
+                else {"type": "thinking_delta", "thinking": text}
+            )
+            out.append(
+                self._stream({"type": "content_block_delta", "index": index, "delta": delta}, self._open[2])
+            )
+
+    def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
+        """Output objects for one event, as the Claude Code CLI prints them."""
+        out: list[dict[str, Any]] = []
+        if isinstance(event, TextDelta):
+            if event.text:
+                self._delta("text", event.index, event.text, out)
+            return out
+        if isinstance(event, ThinkingDelta):
+            if event.text:
+                self._delta("thinking", event.index, event.text, out)
+            return out
+        self._close(out)
+        if isinstance(event, SessionStarted):
+            self.session_id = event.session_id
+            self.model = event.model
+            obj = init_object(event)
+            obj["uuid"] = _uid()
+            out.append(obj)
+        elif isinstance(event, ToolUse):
+            message_id = "msg_" + uuid.uuid4().hex[:24]
+            out.append(
+                self._envelope(
+                    {"type": "assistant", "message": self._message(message_id, [tool_use_block(event)])}
+                )
+            )
+        elif isinstance(event, ToolResult):
+            out.append(
+                self._envelope(
+                    {
+                        "type": "user",
+                        "message": {
+                            "role": "user",
+                            "content": [
+                                {
+                                    "type": "tool_result",
+                                    "tool_use_id": event.tool_use_id,
+                                    "content": event.content,
+                                    "is_error": event.is_error,
+                                }
+                            ],
+                        },
+                    }
+                )
+            )
+        elif isinstance(event, TurnCompleted):
+            out.append(self._result(event.session_id, False, "success", event.result, event.usage))
+        elif isinstance(event, TurnFailed):
+            obj = self._result(None, True, "error_during_execution", event.code, event.usage)
+            obj["errors"] = [event.message] if event.message else []
+            out.append(obj)
+        return out
+
+    def _result(
+        self, session_id: str | None, is_error: bool, subtype: str, result: str | None, usage: Usage | None
+    ) -> dict[str, Any]:
+        # duration_ms / duration_api_ms / num_turns are required by SDK parsers;
+        # agentrt does not measure them here, so they are 0 and 1.
+        obj: dict[str, Any] = {
+            "type": "result",
+            "subtype": subtype,
+            "is_error": is_error,
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "num_turns": 1,
+            "session_id": session_id or self.session_id or "",
+        }
+        if result is not None:
+            obj["result"] = result
+        if usage is not None:
+            obj["usage"] = usage.to_dict()
+        obj["uuid"] = _uid()
+        return obj
+
+
+class StreamJsonDialect(Dialect):
+    """Claude-Code-style stream-json; ``partial_messages`` selects the agent codec's streaming."""
+
+    name = "stream-json"
+    compat_args: tuple[str, ...] = COMPAT_ARGS
+
+    def __init__(self, *, partial_messages: bool = False) -> None:
+        self.partial_messages = partial_messages
+
+    def host_codec(self) -> StreamJsonHostCodec:
+        """A fresh host codec."""
+        return StreamJsonHostCodec()
+
+    def agent_codec(self) -> StreamJsonAgentCodec:
+        """A fresh agent codec."""
+        return StreamJsonAgentCodec(partial=self.partial_messages)

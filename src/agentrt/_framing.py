@@ -1,0 +1,200 @@
+"""JSON Lines framing: the one place that turns stdout bytes into parsed objects.
+
+Rules (the AWP host's, made independent of how the bytes are chunked):
+
+* lines end at ``\\n``; a trailing ``\\r`` and surrounding whitespace are stripped;
+  blank lines are skipped;
+* a line that is not JSON becomes a :class:`Malformed` marker (never rendered,
+  never fatal); invalid UTF-8 is replaced with U+FFFD before parsing, as the
+  original host's non-fatal streaming decoder does;
+* a line whose raw length (without its ``\\n``) exceeds :data:`MAX_LINE_BYTES`
+  is fatal: :class:`OutputOversize` (code ``runtime_output_oversize``) is raised
+  as soon as ``MAX_LINE_BYTES + 1`` bytes of it have been seen, so a flood is
+  never buffered beyond the cap plus one chunk.
+
+The original host checks the cap on its whole buffer *before* splitting, which
+makes the outcome depend on chunk boundaries; checking per line gives the same
+answer for every chunking, which is what lets the property tests hold.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import attrs
+import orjson
+
+from .errors import AgentrtError
+
+__all__ = ["MAX_LINE_BYTES", "Malformed", "OutputOversize", "JsonlReader", "encode_line"]
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+"""The longest stdout line accepted, in bytes (the ``\\n`` not counted)."""
+
+_HEAD_BYTES = 200
+
+# What JavaScript's String.prototype.trim() removes (WhiteSpace + LineTerminator),
+# used on the slow path so that stripping matches the original host exactly.
+_JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+_loads = orjson.loads
+_SKIP: Any = object()  # "blank line": None cannot say it, a line may be `null`
+_JSONDecodeError = orjson.JSONDecodeError
+
+
+@attrs.frozen
+class Malformed:
+    """A stdout line that is not JSON; it is counted, never rendered."""
+
+    count: int
+    """How many malformed lines this reader has seen so far, this one included."""
+    head: bytes
+    """The first 200 bytes of the (stripped) line, for diagnostics."""
+
+
+class OutputOversize(AgentrtError):
+    """A stdout line longer than :data:`MAX_LINE_BYTES` (code ``runtime_output_oversize``).
+
+    ``objects`` holds what the failing :meth:`JsonlReader.feed` call had parsed
+    from complete lines *before* the oversize one, so nothing that arrived in
+    the same chunk is lost.
+    """
+
+    objects: list[Any]
+
+    def __init__(self, objects: list[Any] | None = None) -> None:
+        super().__init__(
+            "runtime_output_oversize",
+            f"a stdout line exceeded {MAX_LINE_BYTES} bytes without a newline",
+        )
+        self.objects = objects if objects is not None else []
+
+
+class JsonlReader:
+    """Incremental JSON Lines parser; feed it stdout chunks as they arrive.
+
+    Any chunking of the same bytes yields the same sequence of objects (and,
+    for an oversize line, the same objects before the error).
+    """
+
+    __slots__ = ("_failed", "_malformed", "_parts", "_pending")
+
+    def __init__(self) -> None:
+        # The unterminated tail, kept as a list of chunks so that a big line
+        # arriving in many chunks is joined once, not re-concatenated per chunk.
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._malformed = 0
+        self._failed = False
+
+    @property
+    def malformed_count(self) -> int:
+        """How many malformed lines were seen so far."""
+        return self._malformed
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of the current unterminated line held in memory."""
+        return self._pending
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Parse the complete lines that ``chunk`` finishes.
+
+        Returns parsed objects and :class:`Malformed` markers, in order.  Raises
+        :class:`OutputOversize` when a line grows past :data:`MAX_LINE_BYTES`;
+        the reader stays failed afterwards.
+        """
+        if self._failed:
+            raise OutputOversize()
+        first_nl = chunk.find(b"\n")
+        if first_nl < 0:
+            if chunk:
+                self._pending += len(chunk)
+                self._parts.append(chunk)
+                if self._pending > MAX_LINE_BYTES:
+                    self._fail()
+            return []
+        lines = chunk.split(b"\n")
+        if self._parts:
+            if self._pending + first_nl > MAX_LINE_BYTES:
+                self._fail()
+            self._parts.append(lines[0])
+            lines[0] = b"".join(self._parts)
+            self._parts = []
+            self._pending = 0
+        if len(chunk) > MAX_LINE_BYTES:
+            # Only a chunk bigger than the cap can hold an oversize complete line
+            # (a merged first line was checked above and passes here).
+            for index in range(len(lines) - 1):
+                if len(lines[index]) > MAX_LINE_BYTES:
+                    self._fail(self._parse(lines[:index]))
+        tail = lines[-1]
+        if tail:
+            lines.pop()
+            if len(tail) > MAX_LINE_BYTES:
+                self._fail(self._parse(lines))
+            self._parts.append(tail)
+            self._pending = len(tail)
+        # When the chunk ends with "\n" the last item is b"", which the filter skips.
+        return self._parse(lines)
+
+    def finish(self) -> list[Any]:
+        """At end of output: parse the final line if it had no newline."""
+        if self._failed:
+            raise OutputOversize()
+        if not self._parts:
+            return []
+        line = b"".join(self._parts)
+        self._parts = []
+        self._pending = 0
+        return self._parse([line])
+
+    def _fail(self, objects: list[Any] | None = None) -> NoReturn:
+        self._failed = True
+        self._parts = []
+        self._pending = 0
+        raise OutputOversize(objects)
+
+    def _parse(self, lines: list[bytes]) -> list[Any]:
+        try:
+            # Fast path: every non-empty line is valid JSON as it stands (orjson
+            # skips JSON whitespace, including a trailing "\r", by itself).
+            return [_loads(line) for line in lines if line]
+        except _JSONDecodeError:
+            return [obj for line in lines if (obj := self._parse_slow(line)) is not _SKIP]
+
+    def _parse_slow(self, line: bytes) -> Any:
+        if not line:
+            return _SKIP
+        try:
+            return _loads(line)
+        except _JSONDecodeError:
+            pass
+        text = line.decode("utf-8", "replace").strip(_JS_WHITESPACE)
+        if not text:
+            return _SKIP
+        try:
+            return _loads(text)
+        except _JSONDecodeError:
+            pass
+        try:
+            # JSON.parse accepts a few things orjson refuses (numbers that overflow
+            # to Infinity, lone surrogate escapes): keep such lines, as the host did.
+            return json.loads(text, parse_constant=_reject_constant)
+        except ValueError:
+            self._malformed += 1
+            return Malformed(self._malformed, line.strip()[:_HEAD_BYTES])
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # NaN / Infinity / -Infinity literals are not JSON (JSON.parse rejects them).
+    raise ValueError(name)
+
+
+def encode_line(obj: Any) -> bytes:
+    """One JSON Lines record: compact JSON (raw UTF-8) followed by ``\\n``."""
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)

@@ -1,0 +1,355 @@
+"""One agent CLI child process, owned by one nursery.
+
+:func:`open_process` spawns the child (never through a shell, in its own
+process group, with exactly the given environment), drains its stderr into a
+bounded buffer and watches for its exit.  The caller reads stdout itself with
+:meth:`AgentProcess.receive_some` (its read loop is the pump: no intermediate
+channel, no extra copy).  Leaving the context always stops the child with a
+bounded escalation (shutdown line, close stdin, SIGTERM to the group, SIGKILL
+to the group), reaps it and closes every pipe.
+
+On Linux the exit is observed through a pidfd and ``waitid(WNOWAIT)``, so the
+child stays an unreaped zombie until :meth:`AgentProcess.stop`: its pid (which
+is also the process-group id) cannot be recycled meanwhile, which makes the
+final ``killpg`` of leftover grandchildren safe.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Literal
+
+import attrs
+import trio
+
+from .errors import AgentrtError
+
+__all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
+
+READ_SIZE = 256 * 1024
+"""Bytes asked for per stdout read (a pipe rarely holds more; see docs/launch-contract.md)."""
+
+_PIPE_SIZE = 1024 * 1024  # asked of the kernel for stdout (Linux F_SETPIPE_SZ); best effort
+_KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the exit before giving up
+_DRAIN_WAIT = 0.5  # after the exit, how long stderr may take to reach EOF
+_HAS_PIDFD = sys.platform == "linux" and hasattr(os, "pidfd_open")
+
+
+@attrs.frozen(kw_only=True)
+class ProcessSpec:
+    """What to spawn: argv (``argv[0]`` absolute, never a shell), the complete env, cwd."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None = None
+    stdin: bool = True
+    shutdown_line: bytes | None = None
+    shutdown_grace: float = 0.5
+    term_grace: float = 3.0
+    stderr_limit: int = 256 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class ExitStatus:
+    """How the child ended."""
+
+    returncode: int | None
+    """The exit code, or ``None`` when a signal killed it."""
+    signal: int | None
+    """The signal that killed it, or ``None``."""
+    requested: bool
+    """True if :meth:`AgentProcess.stop` was called before it exited."""
+
+    @property
+    def kind(self) -> Literal["requested", "exited", "crashed"]:
+        """``requested`` (we stopped it), ``exited`` (code 0) or ``crashed`` (anything else)."""
+        if self.requested:
+            return "requested"
+        if self.returncode == 0:
+            return "exited"
+        return "crashed"
+
+
+class AgentProcess:
+    """A running child; obtained from :func:`open_process`, valid inside its context."""
+
+    pid: int
+    """The child's pid, which is also its process-group id."""
+    exited: trio.Event
+    """Set once the child has exited (:attr:`exit_status` is then known)."""
+    exit_status: ExitStatus | None
+    """How it ended, once :attr:`exited` is set."""
+
+    def __init__(self, proc: trio.Process, spec: ProcessSpec) -> None:
+        self._proc = proc
+        self._spec = spec
+        self.pid = proc.pid
+        self.exited = trio.Event()
+        self.exit_status = None
+        self._requested = False
+        self._reaped = False
+        self._stopping: trio.Event | None = None
+        self._stderr = bytearray()
+        self._stderr_done = trio.Event()
+        self._send_lock = trio.Lock()
+        assert proc.stdout is not None and proc.stderr is not None
+        self._stdout = proc.stdout
+        self._stderr_stream = proc.stderr
+        self._stdin = proc.stdin
+
+    # --- caller API -----------------------------------------------------------------
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` to the child's stdin: one attempt, never retried.
+
+        Raises ``stdin_unavailable`` if stdin is closed, was never a pipe, or the
+        child stopped reading (broken pipe).
+        """
+        stdin = self._stdin
+        if stdin is None or self._stopping is not None:
+            raise AgentrtError("stdin_unavailable", "the agent's stdin is closed")
+        async with self._send_lock:
+            try:
+                await stdin.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                raise AgentrtError("stdin_unavailable", "the agent's stdin is closed") from None
+
+    async def receive_some(self, max_bytes: int = READ_SIZE) -> bytes:
+        """The next stdout chunk (at most ``max_bytes``); ``b""`` at end of output."""
+        try:
+            data = await self._stdout.receive_some(max_bytes)
+        except trio.BrokenResourceError:
+            return b""
+        return data if type(data) is bytes else bytes(data)
+
+    async def close_stdin(self) -> None:
+        """Close the child's stdin (it sees EOF); idempotent."""
+        stdin, self._stdin = self._stdin, None
+        if stdin is not None:
+            with trio.CancelScope(shield=True):
+                await stdin.aclose()
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the child's whole process group (no-op once reaped)."""
+        if self._reaped:
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            # The group may be gone and its id reused by someone else's group.
+            pass
+
+    async def stop(self) -> ExitStatus:
+        """Stop and reap the child; idempotent, shielded and bounded.
+
+        Escalation: shutdown line (if the spec has one), close stdin, wait
+        ``shutdown_grace``, SIGTERM the group, wait ``term_grace``, SIGKILL the
+        group.  Concurrent callers share one stop.
+        """
+        with trio.CancelScope(shield=True):
+            if self._stopping is not None:
+                await self._stopping.wait()
+            else:
+                self._stopping = trio.Event()
+                try:
+                    await self._escalate()
+                finally:
+                    self._stopping.set()
+        return self._final_status()
+
+    async def wait(self) -> ExitStatus:
+        """Wait until the child exits (bound it with the caller's cancel scope)."""
+        await self.exited.wait()
+        assert self.exit_status is not None
+        return self.exit_status
+
+    def stderr_tail(self, limit: int = 16384) -> bytes:
+        """The last ``limit`` bytes of stderr kept so far."""
+        if limit <= 0:
+            return b""
+        return bytes(self._stderr[-limit:])
+
+    # --- internals ------------------------------------------------------------------
+
+    def _final_status(self) -> ExitStatus:
+        if self.exit_status is None:
+            # The child survived SIGKILL for _KILL_WAIT (uninterruptible sleep):
+            # report a requested stop without a code rather than hang.
+            return ExitStatus(returncode=None, signal=None, requested=True)
+        return self.exit_status
+
+    async def _escalate(self) -> None:
+        spec = self._spec
+        if not self.exited.is_set():
+            self._requested = True
+            if spec.shutdown_line and self._stdin is not None and not self._send_lock.locked():
+                with trio.move_on_after(spec.shutdown_grace):
+                    try:
+                        await self._stdin.send_all(spec.shutdown_line)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                        pass  # it is already gone or not reading: escalate
+            await self.close_stdin()
+            with trio.move_on_after(spec.shutdown_grace):
+                await self.exited.wait()
+            if not self.exited.is_set():
+                self.send_signal(signal.SIGTERM)
+                with trio.move_on_after(spec.term_grace):
+                    await self.exited.wait()
+            if not self.exited.is_set():
+                self.send_signal(signal.SIGKILL)
+                with trio.move_on_after(_KILL_WAIT):
+                    await self.exited.wait()
+        else:
+            await self.close_stdin()
+        if self.exited.is_set():
+            # Leftover grandchildren in the group: the leader is an unreaped
+            # zombie, so its pid (the group id) cannot have been reused.
+            self.send_signal(signal.SIGKILL)
+            await self._reap()
+
+    async def _reap(self) -> None:
+        if self._reaped:
+            return
+        with trio.move_on_after(_KILL_WAIT):
+            await self._proc.wait()
+            self._reaped = True
+
+    async def _watch_exit(self) -> None:
+        """Background task: set :attr:`exited` when the child exits, without reaping (Linux)."""
+        try:
+            if _HAS_PIDFD:
+                returncode, sig = await self._wait_pidfd()
+            else:
+                code = await self._proc.wait()
+                self._reaped = True
+                returncode, sig = (code, None) if code >= 0 else (None, -code)
+        except OSError:
+            # The child vanished from under us (someone else reaped it).
+            returncode, sig = None, None
+        self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
+        self.exited.set()
+
+    async def _wait_pidfd(self) -> tuple[int | None, int | None]:
+        fd = os.pidfd_open(self.pid)
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            trio.lowlevel.notify_closing(fd)
+            os.close(fd)
+        # A readable pidfd means the child is a zombie: this never blocks.
+        flags = os.WEXITED | os.WNOWAIT | os.WNOHANG
+        info = os.waitid(os.P_PID, self.pid, flags)  # noqa: ASYNC222
+        while info is None:  # pragma: no cover - defensive, not seen on Linux
+            await trio.sleep(0.01)
+            info = os.waitid(os.P_PID, self.pid, flags)  # noqa: ASYNC222
+        if info.si_code == os.CLD_EXITED:
+            return info.si_status, None
+        return None, info.si_status
+
+    async def _drain_stderr(self) -> None:
+        """Background task: keep stderr in a bounded buffer (over the limit, keep the last half)."""
+        limit = self._spec.stderr_limit
+        buf = self._stderr
+        try:
+            while True:
+                chunk = await self._stderr_stream.receive_some(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                if len(buf) > limit:
+                    del buf[: len(buf) - limit // 2]
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    async def _aclose_pipes(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self.close_stdin()
+            await self._stdout.aclose()
+            await self._stderr_stream.aclose()
+
+
+def _enlarge_pipe(stream: object) -> None:
+    # Fewer, larger reads for big lines; silently keep the default if refused
+    # (other platforms, or the per-user pipe memory limit reached).
+    fileno = getattr(stream, "fileno", None)
+    if fileno is None or not _PIPE_SIZE:
+        return
+    try:
+        import fcntl
+
+        fcntl.fcntl(fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_SIZE)
+    except (OSError, ImportError):
+        pass
+
+
+async def _spawn(spec: ProcessSpec) -> trio.Process:
+    if not spec.argv or not os.path.isabs(spec.argv[0]):
+        raise AgentrtError("spawn_failed", "argv[0] must be an absolute path")
+    try:
+        proc = await trio.lowlevel.open_process(
+            list(spec.argv),
+            stdin=subprocess.PIPE if spec.stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, "error")
+        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {name} ({exc.strerror})") from None
+    except (ValueError, subprocess.SubprocessError) as exc:
+        # e.g. an embedded NUL; the message names the problem, not the values.
+        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {type(exc).__name__}") from None
+    return proc
+
+
+@asynccontextmanager
+async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
+    """Spawn ``spec`` and yield its :class:`AgentProcess`.
+
+    Raises ``spawn_failed`` if it cannot start.  Leaving the context (normally,
+    by an exception or by cancellation) stops and reaps the child and closes
+    every pipe; exceptions from the body propagate unchanged (not wrapped in an
+    exception group).
+    """
+    proc = await _spawn(spec)
+    agent = AgentProcess(proc, spec)
+    assert proc.stdout is not None
+    _enlarge_pipe(proc.stdout)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent._watch_exit)
+            nursery.start_soon(agent._drain_stderr)
+            try:
+                yield agent
+            finally:
+                with trio.CancelScope(shield=True):
+                    await agent.stop()
+                    with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
+                        await agent._stderr_done.wait()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The background tasks never raise, so a group holds the body's one
+        # exception: re-raise it as is, keeping its own cause and context.
+        if len(group.exceptions) != 1:
+            raise
+        exc = group.exceptions[0]
+        cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
+        try:
+            raise exc
+        finally:
+            exc.__cause__, exc.__context__, exc.__suppress_context__ = cause, context, suppress
+    finally:
+        await agent._aclose_pipes()

@@ -1,0 +1,301 @@
+"""The ``agentrt agent`` process: startup checks, then one turn per input line.
+
+Startup follows the original reference agent's order (arguments → model →
+provider endpoint and token → tools → timeout → state directory → session →
+system prompt); the first failure prints exactly one
+``{"type":"result","subtype":"startup_error","is_error":true,"result":<code>}``
+line and the process exits 1.  After that nothing is printed until the first
+valid user turn, which opens with the dialect's init event.
+
+Turns are strictly sequential: the next input line is read only when the
+current turn has printed its result.  ``{"type":"shutdown"}``, end of input
+and SIGTERM all end the process cleanly with status 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+import trio
+
+from .._framing import encode_line
+from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Shutdown, TextBlock, Turn
+from ..errors import AgentrtError
+from ..events import Event, SessionStarted, TextDelta, ToolUse, TurnCompleted, TurnFailed
+from ..provider import Provider, ToolCall
+from ..tools import Tool
+from . import _config, _history
+from ._io import ByteSink, ByteSource, Oversized, read_lines
+from ._loop import public_code, run_turn
+
+__all__ = ["serve", "startup_error_line", "DOCUMENT_FALLBACK"]
+
+DOCUMENT_FALLBACK = "[A document attachment was supplied but this reference adapter does not decode PDFs.]"
+_CLOSE_TIMEOUT = 5.0
+
+
+def startup_error_line(code: str) -> bytes:
+    """The one line printed when the agent cannot start."""
+    return encode_line({"type": "result", "subtype": "startup_error", "is_error": True, "result": code})
+
+
+def _log(message: str) -> None:
+    # stderr is for people; the codes printed here never carry secrets.
+    try:
+        sys.stderr.write(f"agentrt agent: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _Printer:
+    """Encodes events through the dialect and writes them, one write per batch.
+
+    A batch is what one event produces (the first delta of a block comes with
+    the dialect's block-start line, in the same write).
+    """
+
+    def __init__(self, codec: AgentCodec, sink: ByteSink, session_id: str) -> None:
+        self._codec = codec
+        self._sink = sink
+        self._session_id = session_id
+        self._pending: list[bytes] = []
+
+    def _add(self, event: Event) -> None:
+        for obj in self._codec.encode(event):
+            self._pending.append(encode_line(obj))
+
+    async def flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            await self._sink.send_all(data)
+
+    async def emit(self, *events: Event) -> None:
+        for event in events:
+            self._add(event)
+        await self.flush()
+
+    # -- TurnOutput ------------------------------------------------------
+    async def text(self, text: str) -> None:
+        self._add(TextDelta(text=text, index=0))
+        await self.flush()
+
+    async def tool_uses(self, calls: Sequence[tuple[ToolCall, Any]]) -> None:
+        for call, arguments in calls:
+            self._add(
+                ToolUse(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {})
+            )
+        await self.flush()
+
+    async def failed(self, code: str) -> None:
+        await self.emit(TurnFailed(code=code))
+
+
+def _user_content(turn: Turn) -> str | list[dict[str, Any]]:
+    """The OpenAI ``content`` of a user turn (§B: all-text turns become one string)."""
+    parts: list[dict[str, Any]] = []
+    for block in turn.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{block.media_type};base64,{block.data}"}}
+            )
+        elif isinstance(block, DocumentBlock):
+            parts.append({"type": "text", "text": DOCUMENT_FALLBACK})
+    if not parts:
+        raise AgentrtError("empty_input_content", "the turn has no usable content")
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+def _decode_line(codec: AgentCodec, line: bytes | Oversized) -> Turn | Shutdown | None:
+    """Decode one input line; ``AgentrtError`` with the per-turn code on bad input."""
+    if isinstance(line, Oversized):
+        raise AgentrtError("input_message_oversize", "an input line exceeds 32 MiB")
+    text = _config.js_trim(line.decode("utf-8", "replace"))
+    if not text:
+        return None
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise AgentrtError("invalid_input_json", "an input line is not JSON") from exc
+    decoded = codec.decode_input(obj)
+    if isinstance(decoded, InputError):
+        raise AgentrtError(decoded.code, decoded.detail)
+    return decoded
+
+
+class Agent:
+    """A started agent: validated settings, provider, tools, session."""
+
+    def __init__(
+        self,
+        *,
+        settings: _config.AgentSettings,
+        codec: AgentCodec,
+        provider: Provider,
+        tools: Mapping[str, Tool],
+        session: _history.SessionState,
+    ) -> None:
+        self.settings = settings
+        self.codec = codec
+        self.provider = provider
+        self.tools = dict(tools)
+        self.session = session
+        self._initialized = False
+
+    async def handle(self, printer: _Printer, turn: Turn) -> None:
+        """Run one accepted turn and print its result (success or error)."""
+        user = {"role": "user", "content": _user_content(turn)}
+        if not self._initialized:
+            self._initialized = True
+            await printer.emit(
+                SessionStarted(
+                    session_id=self.session.session_id,
+                    model=self.settings.model,
+                    raw={
+                        "type": "system",
+                        "subtype": "init",
+                        "session_id": self.session.session_id,
+                        "model": self.settings.model,
+                        "cwd": os.getcwd(),
+                        "tools": sorted(self.tools),
+                    },
+                )
+            )
+        messages: list[dict[str, Any]] = []
+        if self.settings.system_prompt:
+            messages.append({"role": "system", "content": self.settings.system_prompt})
+        messages.extend(self.session.messages)
+        messages.append(user)
+        result = await run_turn(
+            provider=self.provider,
+            model=self.settings.model,
+            messages=messages,
+            tools=self.tools,
+            session_id=self.session.session_id,
+            out=printer,
+            time_limit=self.settings.timeout,
+        )
+        history = [*self.session.messages, user, {"role": "assistant", "content": result.text}]
+        updated = _history.SessionState(
+            session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :]
+        )
+        # Saved before the result is printed: a host that saw the result can resume it.
+        await trio.to_thread.run_sync(_history.save_session, self.settings.state_dir, updated)
+        self.session = updated
+        await printer.emit(
+            TurnCompleted(session_id=self.session.session_id, usage=result.usage, result=result.text)
+        )
+
+
+async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> Agent:
+    args = _config.parse_args(argv)
+    if plugins is None:
+        from .._plugins import get_plugins
+
+        plugins = get_plugins()
+    codec = plugins.dialect(args.dialect).agent_codec()
+    model = _config.resolve_model(args, env)
+    provider_name = _config.js_trim(env.get("AGENTRT_PROVIDER", "")) or _config.DEFAULT_PROVIDER
+    factory = plugins.providers().get(provider_name)
+    if factory is None:
+        raise AgentrtError("provider_unavailable", f"no provider plugin named {provider_name!r} is loaded")
+    provider: Provider = factory(env)
+    try:
+        tools: dict[str, Tool] = {}
+        for _name, tool_factory in sorted(plugins.tools().items()):
+            tool = tool_factory(env)
+            if tool is not None:
+                tools[tool.name] = tool
+        timeout = _config.resolve_timeout(env)
+        state_dir = await trio.to_thread.run_sync(_history.prepare_state_dir, _config.resolve_state_dir(env))
+        resume = args.resume
+        if resume:
+            _history.validate_session_id(resume)
+        session = await trio.to_thread.run_sync(_history.load_session, state_dir, resume or None)
+        system_prompt = _config.resolve_system_prompt(env)
+    except BaseException:
+        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+            await provider.aclose()
+        raise
+    settings = _config.AgentSettings(
+        model=model,
+        timeout=timeout,
+        system_prompt=system_prompt,
+        state_dir=state_dir,
+        dialect=args.dialect,
+        provider=provider_name,
+    )
+    return Agent(settings=settings, codec=codec, provider=provider, tools=tools, session=session)
+
+
+async def _serve_lines(agent: Agent, source: ByteSource, printer: _Printer) -> None:
+    async for line in read_lines(source):
+        try:
+            decoded = _decode_line(agent.codec, line)
+            if decoded is None:
+                continue
+            if isinstance(decoded, Shutdown):
+                return
+            await agent.handle(printer, decoded)
+        except AgentrtError as exc:
+            await printer.failed(public_code(exc))
+        except trio.BrokenResourceError:
+            raise
+        except Exception as exc:  # a bug must cost one turn, not the session
+            _log(f"turn failed: {type(exc).__name__}")
+            await printer.failed("agent_internal_error")
+
+
+async def serve(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    source: ByteSource,
+    sink: ByteSink,
+    *,
+    plugins: Any = None,
+) -> int:
+    """Run the agent over ``source``/``sink`` until shutdown; return the exit status."""
+    status = 0
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        try:
+            agent = await _start(argv, env, plugins)
+        except AgentrtError as exc:
+            await sink.send_all(startup_error_line(public_code(exc, "agent_startup_failed")))
+            return 1
+        except Exception as exc:
+            _log(f"startup failed: {type(exc).__name__}")
+            await sink.send_all(startup_error_line("agent_startup_failed"))
+            return 1
+        printer = _Printer(agent.codec, sink, agent.session.session_id)
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    nonlocal status
+                    async for signum in signals:
+                        # SIGTERM is ordinary termination: exit 0.  Ctrl-C keeps its
+                        # conventional 130 so scripts can tell the two apart.
+                        status = 130 if signum == signal.SIGINT else 0
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(watch)
+                try:
+                    await _serve_lines(agent, source, printer)
+                except trio.BrokenResourceError:
+                    _log("output closed; exiting")
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
+                await agent.provider.aclose()
+    return status

@@ -1,0 +1,101 @@
+"""Tool labels: the short, bounded text a host shows while an agent runs a tool.
+
+The labels are the original AWP host's (``_toolStatusLabel``): a CLI reports a
+``tool_use`` with a name and an input, and the user sees "Running: git status"
+or "Editing app.py" instead of the raw payload.  MCP tool names lose their
+``mcp__<server>__`` prefix first, so an MCP-served ``Bash`` gets the Bash label.
+
+Labels never carry more than the first line of a command (cut to 40
+characters) or a file's basename, and are bounded to :data:`MAX_LABEL`
+characters whatever the input: a tool payload can be large and private.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["tool_label", "strip_mcp_prefix", "MAX_LABEL", "MAX_COMMAND"]
+
+#: Upper bound of every label, in characters.
+MAX_LABEL = 80
+#: A command's first line is cut to this many characters (then ``...``).
+MAX_COMMAND = 40
+
+_MCP_PREFIX = re.compile(r"^mcp__[^_]+__(?:[^_]+__)?")
+
+_COMMAND_TOOLS = frozenset({"Bash", "vm_exec", "vm_exec_stream"})
+_FILE_TOOLS: dict[str, str] = {
+    "Write": "Writing",
+    "vm_write_file": "Writing",
+    "Read": "Reading",
+    "vm_read_file": "Reading",
+    "Edit": "Editing",
+    "MultiEdit": "Editing",
+}
+_FIXED: dict[str, str] = {
+    "awp_save_artifact": "Saving artifact",
+    "awp_open_file_in_tab": "Opening file",
+    "awp_notify_user": "",
+    "Grep": "Searching code",
+    "Glob": "Finding files",
+    "WebSearch": "Retrieving information",
+    "WebFetch": "Retrieving information",
+    "TodoWrite": "Updating task list",
+    "Task": "Running subtask",
+}
+_DEFAULT = "Working"
+
+
+def strip_mcp_prefix(name: str) -> str:
+    """``name`` without an ``mcp__<server>__`` (or ``mcp__<server>__<ns>__``) prefix."""
+    return _MCP_PREFIX.sub("", name, count=1)
+
+
+def _bound(label: str) -> str:
+    if len(label) <= MAX_LABEL:
+        return label
+    return label[: MAX_LABEL - 3] + "..."
+
+
+def _basename(value: Any) -> str:
+    if not isinstance(value, str):
+        return ""
+    # Both separators: a Windows agent reports backslash paths to a POSIX host.
+    return re.split(r"[\\/]", value.rstrip("\\/"))[-1].strip()
+
+
+def _command_label(tool_input: Mapping[str, Any]) -> str:
+    command = tool_input.get("command")
+    if not isinstance(command, str):
+        command = tool_input.get("cmd")
+    if not isinstance(command, str):
+        return "Running command"
+    first = command.strip().split("\n", 1)[0].strip()
+    if not first:
+        return "Running command"
+    if len(first) > MAX_COMMAND:
+        first = first[:MAX_COMMAND] + "..."
+    return f"Running: {first}"
+
+
+def tool_label(name: Any, tool_input: Any = None) -> str:
+    """The bounded status label for a call of tool ``name`` with ``tool_input``.
+
+    Never raises: a missing or odd-shaped name or input gives a generic label.
+    """
+    if not isinstance(name, str):
+        return _DEFAULT
+    base = strip_mcp_prefix(name)
+    args: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
+    if base in _COMMAND_TOOLS:
+        return _bound(_command_label(args))
+    verb = _FILE_TOOLS.get(base)
+    if verb is not None:
+        path = args.get("file_path")
+        if not isinstance(path, str):
+            path = args.get("path")
+        target = _basename(path)
+        return _bound(f"{verb} {target}" if target else f"{verb} file")
+    return _FIXED.get(base, _DEFAULT)

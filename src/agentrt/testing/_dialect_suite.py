@@ -1,0 +1,502 @@
+"""``check_dialect``: the conformance suite every dialect (built-in or third-party) passes.
+
+A plain function: it raises :class:`AssertionError` with a message naming the
+dialect and the failing property, so it works from pytest, unittest or a
+script.  It is deterministic (a seeded generator, no hypothesis needed) and
+fast (well under a second for a codec of the built-in kind).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..dialect import (
+    AgentCodec,
+    Dialect,
+    DocumentBlock,
+    HostCodec,
+    ImageBlock,
+    InputError,
+    Shutdown,
+    TextBlock,
+    Turn,
+)
+from ..errors import AgentrtError
+from ..events import (
+    Diagnostic,
+    Event,
+    ProcessExited,
+    RawEvent,
+    SessionStarted,
+    Status,
+    TextDelta,
+    ThinkingDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    Usage,
+)
+
+__all__ = ["check_dialect", "DEFAULT_SCRIPTS", "DEFAULT_TURNS", "NASTY_VALUES", "normalize_events"]
+
+#: JSON values a decoder meets sooner or later; none of them may make it raise.
+NASTY_VALUES: tuple[Any, ...] = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**63,
+    1.5,
+    1e308,
+    "",
+    "x",
+    "\u0000",
+    "\ufffd",
+    "é" * 3,
+    [],
+    [None],
+    {},
+    {"type": None},
+    {"type": 1},
+    {"type": ""},
+    {"type": []},
+    {"type": {}},
+    {"type": "\ufffd"},
+    {"type": "result"},
+    {"type": "result", "is_error": True},
+    {"type": "result", "usage": []},
+    {"type": "result", "usage": {"input_tokens": "12", "output_tokens": True}},
+    {"type": "system"},
+    {"type": "system", "subtype": "init"},
+    {"type": "system", "subtype": None},
+    {"type": "system", "subtype": "init", "session_id": 5},
+    {"type": "assistant"},
+    {"type": "assistant", "message": None},
+    {"type": "assistant", "message": {"content": "text"}},
+    {"type": "assistant", "message": {"content": [None, 1, "x", {"type": "tool_use"}]}},
+    {"type": "assistant", "message": {"content": [{"type": "text", "text": None}]}},
+    {"type": "user", "message": {"content": [{"type": "tool_result"}]}},
+    {"type": "stream_event"},
+    {"type": "stream_event", "event": []},
+    {"type": "stream_event", "event": {"type": "content_block_delta", "delta": None}},
+    {
+        "type": "stream_event",
+        "event": {"type": "content_block_delta", "index": "0", "delta": {"type": "text_delta", "text": 1}},
+    },
+    {
+        "type": "stream_event",
+        "event": {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use"}},
+    },
+    {
+        "type": "stream_event",
+        "event": {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a"'},
+        },
+    },
+    {"type": "stream_event", "event": {"type": "content_block_stop", "index": 0}},
+    {"type": "content_block_delta", "index": -1, "delta": {"type": "text_delta", "text": ""}},
+    {"type": "content_block_start", "content_block": None},
+    {"type": "message_delta", "usage": 3},
+    {"type": "rate_limit_event", "rate_limit_info": "rejected"},
+    {"type": "control_request"},
+    {"type": "control_request", "request_id": 1, "request": {"subtype": "can_use_tool"}},
+    {"type": "control_request", "request_id": "r", "request": []},
+    {"type": "shutdown"},
+    {"type": "user", "message": {"role": "user", "content": 7}},
+)
+
+_SID = "session-0123456789"
+
+#: Event scripts every built-in dialect can express (agent encode → host decode gives them back).
+DEFAULT_SCRIPTS: tuple[tuple[Event, ...], ...] = (
+    (
+        SessionStarted(session_id=_SID, model="model-a"),
+        TextDelta(text="Hello, "),
+        TextDelta(text="world. ✓ 日本語"),
+        TurnCompleted(session_id=_SID, usage=Usage(input_tokens=12, output_tokens=8), result="Hello"),
+    ),
+    (
+        SessionStarted(session_id=_SID, model=None),
+        TextDelta(text="I will read it."),
+        ToolUse(id="toolu_1", name="Read", input={"file_path": "/tmp/a b/c.py"}, summary="Reading c.py"),
+        TextDelta(text="Done."),
+        TurnCompleted(
+            session_id=_SID,
+            usage=Usage(input_tokens=3, output_tokens=1, cache_read_input_tokens=100),
+            result=None,
+        ),
+        TextDelta(text="second turn"),
+        TurnFailed(code="provider_http_500", message="the provider failed", usage=None),
+    ),
+    (
+        SessionStarted(session_id=_SID, model="m"),
+        TurnFailed(code="provider_timeout", message=""),
+    ),
+)
+
+#: Turns every built-in dialect can carry.
+DEFAULT_TURNS: tuple[Turn, ...] = (
+    Turn.text("hello"),
+    Turn.text(""),
+    Turn.text('quotes " and \\ and \n newlines, ünïcödé, emoji 🙂, \u2028 separators'),
+    Turn(
+        content=(
+            ImageBlock(media_type="image/png", data="iVBORw0KGgo="),
+            DocumentBlock(media_type="application/pdf", data="JVBERi0xLjQ="),
+            TextBlock(text="describe these"),
+        )
+    ),
+)
+
+
+@attrs.frozen
+class _AlienBlock:
+    """A content block no dialect knows (stands for any future block type)."""
+
+    payload: str = "x"
+
+
+def _fail(name: str, message: str) -> AssertionError:
+    return AssertionError(f"check_dialect({name!r}): {message}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def normalize_events(events: Iterable[Event]) -> list[Event]:
+    """Events as the round-trip compares them.
+
+    ``RawEvent`` (uninterpreted extras) is dropped; consecutive text (or
+    thinking) deltas are joined into one with index 0, since a dialect may
+    legitimately merge or split them; empty deltas are dropped.
+    """
+    out: list[Event] = []
+    for ev in events:
+        if isinstance(ev, RawEvent):
+            continue
+        if isinstance(ev, (TextDelta, ThinkingDelta)):
+            if not ev.text:
+                continue
+            last = out[-1] if out else None
+            if last is not None and type(last) is type(ev):
+                out[-1] = type(ev)(text=last.text + ev.text)
+            else:
+                out.append(type(ev)(text=ev.text))
+            continue
+        out.append(ev)
+    return out
+
+
+def _json_roundtrip(name: str, obj: Any) -> Any:
+    import orjson
+
+    try:
+        return orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONDecodeError) as exc:
+        raise _fail(
+            name, f"agent encode produced an object that is not JSON: {_short(obj)} ({exc})"
+        ) from None
+
+
+def _decode_all(name: str, codec: HostCodec, values: Iterable[Any]) -> list[Event]:
+    events: list[Event] = []
+    for value in values:
+        try:
+            got = codec.decode(value)
+        except Exception as exc:
+            raise _fail(name, f"decode raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
+        if not isinstance(got, (list, tuple)):
+            raise _fail(name, f"decode must return a list or tuple, got {type(got).__name__}")
+        for ev in got:
+            if not isinstance(ev, Event):
+                raise _fail(name, f"decode produced {_short(ev)}, not an agentrt Event, on {_short(value)}")
+        events.extend(got)
+    try:
+        tail = codec.finish()
+    except Exception as exc:
+        raise _fail(name, f"finish raised {type(exc).__name__}: {exc}") from exc
+    for ev in tail:
+        if not isinstance(ev, Event):
+            raise _fail(name, f"finish produced {_short(ev)}, not an agentrt Event")
+    events.extend(tail)
+    return events
+
+
+# -- the seeded fuzz ------------------------------------------------------------------
+
+_WEIRD: tuple[Any, ...] = (None, True, 0, -7, 3.25, "", "zz", "\u0000é", [], [1, "a"], {}, {"type": "text"})
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 3 or roll < 0.35:
+        return rng.choice(
+            (*_WEIRD, rng.randint(-(2**40), 2**40), rng.random() * 1e6, chr(rng.randint(32, 0x2FFF)))
+        )
+    if roll < 0.65:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    keys = (
+        "type",
+        "subtype",
+        "message",
+        "content",
+        "text",
+        "event",
+        "delta",
+        "index",
+        "id",
+        "name",
+        "input",
+        "usage",
+        "session_id",
+        "is_error",
+        "result",
+        "request",
+        "request_id",
+    )
+    obj = {rng.choice(keys): _random_json(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+    if rng.random() < 0.6:
+        obj["type"] = rng.choice(
+            (
+                "system",
+                "assistant",
+                "user",
+                "result",
+                "stream_event",
+                "rate_limit_event",
+                "control_request",
+                "content_block_delta",
+                "message_stop",
+                "other",
+            )
+        )
+    return obj
+
+
+def _mutations(rng: random.Random, sample: Any, limit: int) -> list[Any]:
+    """Copies of ``sample`` with one value (at any depth) replaced by a weird one."""
+    paths: list[tuple[Any, ...]] = []
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        if len(paths) > 400:
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                paths.append((*path, k))
+                walk(v, (*path, k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                paths.append((*path, i))
+                walk(v, (*path, i))
+
+    walk(sample, ())
+    out: list[Any] = []
+    for path in rng.sample(paths, min(limit, len(paths))):
+        import copy
+
+        clone = copy.deepcopy(sample)
+        target = clone
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = rng.choice(_WEIRD)
+        out.append(clone)
+    return out
+
+
+# -- the suite --------------------------------------------------------------------------
+
+
+def check_dialect(
+    dialect: Dialect | Callable[[], Dialect],
+    *,
+    samples: Iterable[Any] = (),
+    scripts: Sequence[Sequence[Event]] | None = None,
+    turns: Sequence[Turn] | None = None,
+    fuzz: int = 300,
+    seed: int = 0,
+) -> None:
+    """Check that ``dialect`` (or a factory of it) behaves as agentrt requires.
+
+    ``samples`` are real output objects of the dialect's CLI (parsed JSON): they
+    are decoded and, mutated, fuzz the decoder.  ``scripts`` are event
+    sequences the dialect can express (default :data:`DEFAULT_SCRIPTS`; pass
+    ``()`` for a decode-only dialect); ``turns`` the user turns it carries
+    (default :data:`DEFAULT_TURNS`).  Checks, in order:
+
+    1. ``name`` is a non-empty string, ``compat_args`` a tuple of strings;
+    2. ``host_codec()`` / ``agent_codec()`` give fresh, independent codecs;
+    3. ``decode`` never raises, returns a list or tuple of agentrt events, on
+       the samples, :data:`NASTY_VALUES`, ``fuzz`` seeded random values and
+       mutations of the samples (all through one stateful codec);
+    4. ``encode_turn`` gives complete ``\\n``-terminated JSON lines, which the
+       agent codec decodes back to the same turn;
+    5. an unsupported content block raises ``AgentrtError``
+       (``unsupported_content_block``) and leaves the codec usable;
+    6. ``encode_shutdown`` is ``None`` or one JSON line;
+    7. ``decode_input`` never raises on nasty input and returns an agent input;
+    8. agent ``encode`` then host ``decode`` gives each script back (compared
+       with :func:`normalize_events`), through real JSON serialisation.
+    """
+    factory: Callable[[], Dialect] = dialect if not isinstance(dialect, Dialect) else (lambda: dialect)
+    instance = factory()
+    if not isinstance(instance, Dialect):
+        raise AssertionError(f"check_dialect: factory returned {type(instance).__name__}, not a Dialect")
+    name = instance.name
+    if not isinstance(name, str) or not name:
+        raise _fail(str(name), "Dialect.name must be a non-empty string")
+    if not isinstance(instance.compat_args, tuple) or not all(
+        isinstance(a, str) for a in instance.compat_args
+    ):
+        raise _fail(name, "compat_args must be a tuple of strings")
+    samples = list(samples)
+    scripts = DEFAULT_SCRIPTS if scripts is None else tuple(tuple(s) for s in scripts)
+    turns = DEFAULT_TURNS if turns is None else tuple(turns)
+    rng = random.Random(seed)
+
+    # 2. fresh and independent codecs
+    h1, h2 = instance.host_codec(), instance.host_codec()
+    a1, a2 = instance.agent_codec(), instance.agent_codec()
+    if not isinstance(h1, HostCodec) or not isinstance(a1, AgentCodec):
+        raise _fail(name, "host_codec()/agent_codec() must return HostCodec/AgentCodec instances")
+    if h1 is h2 or a1 is a2:
+        raise _fail(name, "host_codec()/agent_codec() must return a fresh codec per call")
+    first = _decode_all(name, h1, samples)
+    _decode_all(name, h1, NASTY_VALUES)  # dirty h1's state: h2 must not notice
+    second = _decode_all(name, h2, samples)
+    if first != second:
+        raise _fail(name, "two fresh host codecs decoded the same samples differently (shared state?)")
+
+    # 3. decode never raises
+    fuzz_values: list[Any] = [_random_json(rng) for _ in range(fuzz)]
+    for sample in samples:
+        fuzz_values.extend(_mutations(rng, sample, max(1, fuzz // max(1, len(samples)))))
+    stateful = instance.host_codec()
+    _decode_all(name, stateful, [*samples, *NASTY_VALUES, *fuzz_values, *samples])
+    for value in NASTY_VALUES:  # and each alone on a fresh codec
+        _decode_all(name, instance.host_codec(), [value])
+
+    # 4. encode_turn: complete lines, decoded back
+    host, agent = instance.host_codec(), instance.agent_codec()
+    for turn in turns:
+        lines = _turn_lines(name, host, turn)
+        decoded = [_decode_input(name, agent, line) for line in lines]
+        got = [d for d in decoded if isinstance(d, Turn)]
+        if got != [turn]:
+            raise _fail(name, f"encode_turn then decode_input gave {_short(decoded)} for {_short(turn)}")
+
+    # 5. unsupported blocks
+    alien: Any = _AlienBlock()
+    for bad in (Turn(content=(alien,)), Turn(content=(TextBlock(text="fine"), alien))):
+        try:
+            produced = host.encode_turn(bad)
+        except AgentrtError as exc:
+            if exc.code != "unsupported_content_block":
+                raise _fail(
+                    name, f"unsupported block raised code {exc.code!r}, expected 'unsupported_content_block'"
+                ) from None
+        except Exception as exc:
+            raise _fail(name, f"unsupported block raised {type(exc).__name__}, not AgentrtError") from exc
+        else:
+            raise _fail(name, f"unsupported block was encoded as {_short(produced)}; it must raise")
+    if turns and _turn_lines(name, host, turns[0]) != _turn_lines(name, instance.host_codec(), turns[0]):
+        raise _fail(name, "after refusing a turn the host codec encodes differently from a fresh one")
+
+    # 6. shutdown
+    shutdown = instance.host_codec().encode_shutdown()
+    if shutdown is not None:
+        lines = _split_lines(name, "encode_shutdown", shutdown)
+        if len(lines) != 1:
+            raise _fail(name, f"encode_shutdown must be one line, got {len(lines)}")
+        if not isinstance(_decode_input(name, instance.agent_codec(), lines[0]), Shutdown):
+            raise _fail(name, "the agent codec does not read encode_shutdown() as Shutdown")
+
+    # 7. decode_input never raises
+    agent = instance.agent_codec()
+    for value in (*NASTY_VALUES, *fuzz_values[:100]):
+        _decode_input(name, agent, value)
+
+    # 8. round trip of expressible events
+    for script in scripts:
+        _roundtrip(name, instance, script)
+
+
+def _split_lines(name: str, what: str, data: Any) -> list[Any]:
+    import orjson
+
+    if not isinstance(data, bytes):
+        raise _fail(name, f"{what} must return bytes, got {type(data).__name__}")
+    if not data.endswith(b"\n"):
+        raise _fail(name, f"{what} output must end with a newline: {_short(data)}")
+    out = []
+    for line in data[:-1].split(b"\n"):
+        if not line.strip():
+            raise _fail(name, f"{what} output has a blank line: {_short(data)}")
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            raise _fail(name, f"{what} output line is not JSON: {_short(line)}") from None
+    return out
+
+
+def _turn_lines(name: str, host: HostCodec, turn: Turn) -> list[Any]:
+    try:
+        data = host.encode_turn(turn)
+    except Exception as exc:
+        raise _fail(name, f"encode_turn raised {type(exc).__name__}: {exc} on {_short(turn)}") from exc
+    return _split_lines(name, "encode_turn", data)
+
+
+def _decode_input(name: str, agent: AgentCodec, value: Any) -> Any:
+    try:
+        got = agent.decode_input(value)
+    except Exception as exc:
+        raise _fail(name, f"decode_input raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
+    if got is not None and not isinstance(got, (Turn, Shutdown, InputError)):
+        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/InputError/None")
+    if isinstance(got, InputError) and not (isinstance(got.code, str) and got.code):
+        raise _fail(name, "an InputError needs a non-empty code")
+    return got
+
+
+def _roundtrip(name: str, instance: Dialect, script: Sequence[Event]) -> None:
+    agent, host = instance.agent_codec(), instance.host_codec()
+    decoded: list[Event] = []
+    for event in script:
+        try:
+            objects = agent.encode(event)
+        except Exception as exc:
+            raise _fail(name, f"agent encode raised {type(exc).__name__}: {exc} on {_short(event)}") from exc
+        for obj in objects:
+            if not isinstance(obj, Mapping):
+                raise _fail(name, f"agent encode must produce mappings, got {_short(obj)}")
+            decoded.extend(_decode_all(name, host, [_json_roundtrip(name, obj)]))
+    unexpected = [ev for ev in decoded if isinstance(ev, Diagnostic)]
+    if unexpected:
+        raise _fail(name, f"round trip produced diagnostics: {_short(unexpected)}")
+    want, got = normalize_events(script), normalize_events(decoded)
+    if want != got:
+        raise _fail(
+            name, f"round trip changed the events:\n  sent    {_short(want)}\n  decoded {_short(got)}"
+        )
+    # Events a dialect need not express must still encode without raising.
+    for other in (
+        Status(kind="status", label="x"),
+        ProcessExited(returncode=0),
+        RawEvent(name="x"),
+        ToolResult(tool_use_id="t", content="c"),
+        Diagnostic(code="c"),
+    ):
+        try:
+            agent.encode(other)
+        except Exception as exc:
+            raise _fail(name, f"agent encode raised {type(exc).__name__} on {_short(other)}") from exc

@@ -1,0 +1,212 @@
+"""JsonlReader: chunking independence, stripping, malformed lines, the 4 MiB cap."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentrt import AgentrtError
+from agentrt._framing import MAX_LINE_BYTES, JsonlReader, Malformed, OutputOversize, encode_line
+
+FIXTURES = pathlib.Path("/work/shared/fixtures")
+
+
+def read_all(chunks: list[bytes]) -> list[Any]:
+    reader = JsonlReader()
+    out: list[Any] = []
+    for chunk in chunks:
+        out += reader.feed(chunk)
+    out += reader.finish()
+    return out
+
+
+def rechunk(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:])]
+
+
+def test_basic_lines_and_blank_lines() -> None:
+    data = b'{"a":1}\n\n   \n{"b":[1,2]}\r\n  {"c":"x"}  \n'
+    assert read_all([data]) == [{"a": 1}, {"b": [1, 2]}, {"c": "x"}]
+
+
+def test_crlf_and_unicode_whitespace_are_stripped() -> None:
+    # \x0c and U+FEFF are not JSON whitespace, but JavaScript's trim() removes them.
+    data = '\ufeff{"a":1}\x0c\r\n\xa0\n'.encode()
+    assert read_all([data]) == [{"a": 1}]
+
+
+def test_final_unterminated_line_is_parsed_by_finish() -> None:
+    reader = JsonlReader()
+    assert reader.feed(b'{"a":1}\n{"b":') == [{"a": 1}]
+    assert reader.pending_bytes == 5
+    assert reader.feed(b"2}") == []
+    assert reader.finish() == [{"b": 2}]
+    assert reader.finish() == []
+
+
+def test_final_line_with_only_cr_is_skipped() -> None:
+    assert read_all([b'{"a":1}\n\r']) == [{"a": 1}]
+
+
+def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    data = b'{"t":"caf\xc3"}\n{"t":"ok"}\n'
+    out = read_all([data])
+    assert out == [{"t": "caf\ufffd"}, {"t": "ok"}]
+
+
+def test_split_multibyte_character_across_chunks() -> None:
+    data = '{"t":"日本語"}\n'.encode()
+    cut = data.index("本".encode()) + 1  # in the middle of a 3-byte sequence
+    assert read_all([data[:cut], data[cut:]]) == [{"t": "日本語"}]
+
+
+def test_malformed_count_and_head() -> None:
+    long_garbage = b"x" * 500
+    data = b'{"a":1}\nnot json\n' + long_garbage + b'\n{"b":2}\n{broken\n'
+    out = read_all([data])
+    assert out[0] == {"a": 1}
+    assert out[1] == Malformed(1, b"not json")
+    assert out[2] == Malformed(2, b"x" * 200)
+    assert out[3] == {"b": 2}
+    assert out[4] == Malformed(3, b"{broken")
+    assert len(out) == 5
+
+
+def test_javascript_accepts_what_orjson_refuses() -> None:
+    # JSON.parse gives Infinity for 1e400 and keeps lone surrogate escapes.
+    out = read_all([b'{"n":1e400}\n"\\ud800"\n'])
+    assert out[0] == {"n": float("inf")}
+    assert out[1] == "\ud800"
+    # NaN is not JSON for JSON.parse either.
+    assert isinstance(read_all([b"NaN\n"])[0], Malformed)
+
+
+def test_complete_line_of_exactly_the_cap_is_accepted() -> None:
+    body = b'"' + b"a" * (MAX_LINE_BYTES - 2) + b'"'
+    assert len(body) == MAX_LINE_BYTES
+    out = read_all([body + b"\n", b'{"after":1}\n'])
+    assert out == ["a" * (MAX_LINE_BYTES - 2), {"after": 1}]
+    # Same bytes in 64 KiB chunks: same result.
+    data = body + b'\n{"after":1}\n'
+    assert read_all([data[i : i + 65536] for i in range(0, len(data), 65536)]) == out
+
+
+@pytest.mark.parametrize("chunk", [65536, 1 << 20, MAX_LINE_BYTES + 1, 10 << 20])
+def test_cap_plus_one_without_newline_is_oversize_whatever_the_chunking(chunk: int) -> None:
+    data = b'{"a":1}\n' + b"x" * (MAX_LINE_BYTES + 1)
+    reader = JsonlReader()
+    got: list[Any] = []
+    with pytest.raises(OutputOversize) as info:
+        for i in range(0, len(data), chunk):
+            got += reader.feed(data[i : i + chunk])
+    assert info.value.code == "runtime_output_oversize"
+    assert isinstance(info.value, AgentrtError)
+    # The line before the flood is never lost, wherever the chunk boundaries fall.
+    assert got + info.value.objects == [{"a": 1}]
+    # The reader stays failed.
+    with pytest.raises(AgentrtError):
+        reader.feed(b"{}\n")
+    with pytest.raises(AgentrtError):
+        reader.finish()
+
+
+def test_terminated_line_over_the_cap_is_oversize_too() -> None:
+    # Byte by byte, MAX+1 bytes without a newline must fail; so must one big chunk.
+    data = b"x" * (MAX_LINE_BYTES + 1) + b"\n"
+    with pytest.raises(OutputOversize):
+        read_all([data])
+
+
+def test_flood_is_rejected_without_buffering_it_all() -> None:
+    reader = JsonlReader()
+    chunk = b"y" * 65536
+    fed = 0
+    with pytest.raises(OutputOversize):
+        for _ in range(160):  # 10 MiB
+            reader.feed(chunk)
+            fed += len(chunk)
+            assert reader.pending_bytes <= MAX_LINE_BYTES
+    assert fed == MAX_LINE_BYTES  # the failing feed was the first past the cap
+    assert reader.pending_bytes == 0
+
+
+def test_big_line_in_small_chunks_is_joined_once() -> None:
+    obj = {"content": "z" * 1_000_000}
+    data = encode_line(obj)
+    chunks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    assert read_all(chunks) == [obj]
+
+
+def test_encode_line_round_trip() -> None:
+    obj = {"type": "user", "text": "café → 日本語 🎉"}
+    line = encode_line(obj)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert "🎉".encode() in line  # raw UTF-8, not \u escapes
+    assert read_all([line]) == [obj]
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
+_line = st.one_of(
+    _json_values.map(lambda v: orjson.dumps(v)),
+    st.sampled_from([b"", b"   ", b"\r", b"not json", b"{", b"\xff\xfe", b'"caf\xc3"', b"  [1] \r"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(_line, max_size=30),
+    final_newline=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=25),
+)
+def test_any_chunking_gives_the_same_objects(lines: list[bytes], final_newline: bool, cuts: list[int]) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    whole = read_all([data])
+    assert read_all(rechunk(data, cuts)) == whole
+    byte_by_byte = read_all([data[i : i + 1] for i in range(len(data))])
+    assert byte_by_byte == whole
+    # And the result matches an independent line-by-line reading.
+    expected: list[Any] = []
+    count = 0
+    for raw in data.split(b"\n"):
+        text = raw.decode("utf-8", "replace").strip()
+        if not text:
+            continue
+        try:
+            expected.append(json.loads(text))
+        except ValueError:
+            count += 1
+            expected.append(Malformed(count, raw.strip()[:200]))
+    assert whole == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in (FIXTURES / "claude-code").glob("*.stdout.jsonl"))
+    + ["sdk-test-samples.jsonl"],
+)
+def test_real_claude_code_captures_parse_cleanly(name: str) -> None:
+    data = (FIXTURES / "claude-code" / name).read_bytes()
+    expected = [json.loads(line) for line in data.splitlines() if line.strip()]
+    out = read_all([data[i : i + 4096] for i in range(0, len(data), 4096)])
+    assert not any(isinstance(o, Malformed) for o in out)
+    assert out == expected
+    assert all(isinstance(o, dict) and "type" in o for o in out)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "fastagent").glob("*.jsonl")))
+def test_real_fastagent_captures_parse_cleanly(name: str) -> None:
+    data = (FIXTURES / "fastagent" / name).read_bytes()
+    out = read_all(rechunk(data, [7, 100, 333, 1000]))
+    assert out == [json.loads(line) for line in data.splitlines() if line.strip()]
+    assert out and all(isinstance(o, dict) for o in out)

@@ -1,0 +1,152 @@
+"""Fixtures for the managed-task tests: real SQLite files, a real redis-server, real HTTP servers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import trio
+
+from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
+from agentrt_managed_task._store import ThreadedStore
+from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist
+
+API_KEY = "mt-test-key-0123456789abcdef"
+PYTHON_DIR = os.path.dirname(os.path.realpath(sys.executable))
+TRUSTED_PATH = os.pathsep.join(dict.fromkeys([PYTHON_DIR, "/usr/bin", "/bin"]))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A private redis-server on loopback (no persistence); CI installs the Debian package."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.fail("redis-server is not installed: apt-get install -y redis-server", pytrace=False)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 10
+        seen = b""
+        # Synchronise on redis' own readiness line (bounded), not on a sleep.
+        while b"Ready to accept connections" not in seen:
+            line = proc.stdout.readline()
+            if not line or time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not start: {seen[-500:]!r}", pytrace=False)
+            seen += line
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Both storage backends."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``await make_store(kind)``: a fresh store (a new SQLite file, or a new Redis key prefix)."""
+    opened: list[ThreadedStore] = []
+    counter = iter(range(1000))
+
+    async def make(kind: str) -> ThreadedStore:
+        if kind == "sqlite":
+            store = await open_store(database=str(tmp_path / f"cp-{next(counter)}.db"))
+        else:
+            url = request.getfixturevalue("redis_url")
+            store = await open_store(redis_url=url, prefix=f"t:{os.urandom(6).hex()}:")
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.core.close()
+
+
+@pytest.fixture
+async def store(backend: str, make_store: Callable[..., Any]) -> ThreadedStore:
+    """A fresh store of the parametrised backend."""
+    return await make_store(backend)
+
+
+@pytest.fixture
+def control_plane(nursery: trio.Nursery) -> Callable[..., Any]:
+    """``await control_plane(store, **settings)`` -> base URL of a real server on loopback."""
+
+    async def start(store: ThreadedStore, **overrides: Any) -> str:
+        settings = ControlPlaneSettings(**{"api_key": API_KEY, "maintenance_interval": 0.2, **overrides})
+        shutdown = trio.Event()
+        url: str = await nursery.start(
+            lambda task_status: serve_control_plane(
+                store, settings, port=0, shutdown=shutdown, task_status=task_status
+            )
+        )
+        return url
+
+    return start
+
+
+@pytest.fixture
+def worker_settings(tmp_path: Any) -> Callable[..., WorkerSettings]:
+    """``worker_settings(url, **overrides)`` for an in-process worker allowed python3, echo, true."""
+
+    def make(url: str, **overrides: Any) -> WorkerSettings:
+        base: dict[str, Any] = {
+            "base_url": url,
+            "api_key": API_KEY,
+            "allowed": resolve_allowlist(["python3", "echo", "true"], TRUSTED_PATH),
+            "trusted_path": TRUSTED_PATH,
+            "work_dir": str(tmp_path / f"worker-{os.urandom(3).hex()}"),
+            "slots": 2,
+            "poll_interval": 0.05,
+            "retry_attempts": 3,
+            "retry_initial": 0.01,
+            "retry_max": 0.05,
+            "replay_interval": 0.1,
+        }
+        base.update(overrides)
+        return WorkerSettings(**base)
+
+    return make
+
+
+@pytest.fixture
+def run_worker(nursery: trio.Nursery) -> Callable[..., Any]:
+    """``await run_worker(settings)`` -> (worker, shutdown event); the worker runs in the test's nursery."""
+
+    async def start(settings: WorkerSettings) -> tuple[Worker, trio.Event]:
+        worker = Worker(settings)
+        shutdown = trio.Event()
+        await nursery.start(lambda task_status: worker.run(shutdown=shutdown, task_status=task_status))
+        return worker, shutdown
+
+    return start
+
+

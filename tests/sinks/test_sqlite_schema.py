@@ -1,0 +1,65 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentrt.errors import AgentrtError
+from agentrt_sqlite._schema import MIGRATIONS, SCHEMA_VERSION, connect
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_fresh_database_is_current_wal_normal_and_private(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "a.db"
+    db = connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert {"threads", "conversations", "turns", "events", "bots", "bot_timeline",
+                "bot_state_history"} <= _tables(db)
+    finally:
+        db.close()
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_upgrade_from_version_1_keeps_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = connect(path, target=1)
+    old.execute(
+        "INSERT INTO threads (name, dialect, executable, model, session_id, created_at, updated_at)"
+        " VALUES ('keep', 'awp-jsonl', '/bin/agent', 'm', 'sess-1', 1, 2)"
+    )
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "bots" not in _tables(old)
+    old.close()
+
+    db = connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert "bots" in _tables(db)
+        assert db.execute("SELECT name, session_id FROM threads").fetchall() == [("keep", "sess-1")]
+    finally:
+        db.close()
+    # Opening again is a no-op.
+    connect(path).close()
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(AgentrtError) as info:
+        connect(path)
+    assert info.value.code == "database_too_new"
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(AgentrtError) as info:
+        connect(path)
+    assert info.value.code == "database_unavailable"

@@ -1,0 +1,161 @@
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+
+from agentrt.errors import AgentrtError
+from agentrt.events import (
+    EventBatch,
+    Lifecycle,
+    ProcessExited,
+    SessionStarted,
+    StateChanged,
+    TextDelta,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    Usage,
+    to_json,
+)
+from agentrt.sinks import Sink
+from agentrt.testing import check_sink, sample_events
+from agentrt_sqlite._recorder import ConversationInfo
+from agentrt_sqlite._sink import SqliteSink, make_sink
+
+
+def _rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def _batch(source: str, seq: int, *events, mono: float = 0.0) -> EventBatch:
+    return EventBatch(source=source, first_seq=seq, mono=mono, wall=1000.0 + seq, events=tuple(events))
+
+
+async def test_conformance(tmp_path: Path) -> None:
+    counter = iter(range(1000))
+    paths: dict[int, Path] = {}
+
+    def factory() -> SqliteSink:
+        sink = SqliteSink(tmp_path / f"c{next(counter)}.db")
+        paths[id(sink)] = sink.path
+        return sink
+
+    async def observe(sink: Sink) -> Sequence[tuple[str, int]]:
+        path = paths[id(sink)]
+        return await trio.to_thread.run_sync(_rows, path, "SELECT source, seq FROM events ORDER BY id")
+
+    await check_sink(factory, observe=observe)
+
+
+async def test_every_event_is_stored_as_its_json_form(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db")
+    events = sample_events()
+    await sink.handle(_batch("conv-1", 0, *events))
+    await sink.aclose()
+    rows = _rows(sink.path, "SELECT seq, type, data, wall FROM events ORDER BY id")
+    assert [r[0] for r in rows] == list(range(len(events)))
+    for (_, kind, data, wall), ev in zip(rows, events):
+        assert kind == ev.type
+        assert wall == 1000.0
+        if kind != "x_third_party":
+            assert orjson.loads(data) == orjson.loads(orjson.dumps(to_json(ev)))
+    assert orjson.loads(rows[-1][2]) == {"type": "x_third_party", "payload": {"anything": ["goes", 1]}}
+
+
+async def test_turns_conversations_and_thread_are_derived(tmp_path: Path) -> None:
+    info = ConversationInfo(thread="work", dialect="awp-jsonl", executable="/bin/agent", model="m1")
+    sink = SqliteSink(tmp_path / "a.db", info=info)
+    await sink.handle(_batch("conv-1", 0, SessionStarted(session_id="s-1", model="m2"),
+                             TurnStarted(turn=1, prompt="hi"), mono=10.0))
+    await sink.handle(_batch("conv-1", 2, TextDelta(text="hel"), TextDelta(text="lo"), mono=10.5))
+    await sink.handle(_batch("conv-1", 4, TurnCompleted(session_id="s-2",
+                             usage=Usage(input_tokens=12, output_tokens=2)), mono=11.25))
+    await sink.handle(_batch("conv-1", 5, TurnStarted(turn=2, prompt="again"), mono=12.0))
+    await sink.handle(_batch("conv-1", 6, TurnFailed(code="turn_cancelled"), mono=12.5))
+    await sink.handle(_batch("conv-1", 7, ProcessExited(returncode=0, requested=True), mono=13.0))
+    await sink.aclose()
+    turns = _rows(sink.path, "SELECT turn, prompt, reply, outcome, code, input_tokens, output_tokens, duration"
+                             " FROM turns ORDER BY id")
+    assert turns == [(1, "hi", "hello", "completed", None, 12, 2, 1.25),
+                     (2, "again", "", "failed", "turn_cancelled", None, None, 0.5)]
+    conv = _rows(sink.path, "SELECT session_id, model, returncode, dialect FROM conversations")
+    assert conv == [("s-2", "m2", 0, "awp-jsonl")]
+    assert _rows(sink.path, "SELECT name, session_id, model, executable FROM threads") == [
+        ("work", "s-2", "m2", "/bin/agent")]
+
+
+async def test_bot_lifecycle_goes_to_timeline_and_state_history(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db")
+    await sink.handle(_batch("bot-1", 0, Lifecycle(kind="qr_code", message="scan", pid=7, data={"url": "u"},
+                                                   agent_id="bot-1"),
+                             StateChanged(state="running", previous="starting", reason="steady")))
+    await sink.aclose()
+    from agentrt_sqlite._store import SqliteStore
+
+    store = SqliteStore(sink.path)
+    timeline = await store.timeline("bot-1")
+    assert [(t["type"], t["message"], t["payload"]) for t in timeline] == [
+        ("qr_code", "scan", {"agentId": "bot-1", "data": {"url": "u"}, "pid": 7, "timestamp": None})]
+    history = await store.state_history("bot-1")
+    assert [(h["state"], h["previous"], h["reason"]) for h in history] == [("running", "starting", "steady")]
+    await store.aclose()
+
+
+async def test_backpressure_blocks_but_never_drops(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db", max_pending=5, flush_interval=0.001)
+    for i in range(400):
+        await sink.handle(_batch("c", i * 3, TextDelta(text="a"), TextDelta(text="b"), TextDelta(text="c")))
+    await sink.flush()
+    assert sink.committed == 1200
+    await sink.aclose()
+    seqs = [r[0] for r in _rows(sink.path, "SELECT seq FROM events ORDER BY id")]
+    assert seqs == list(range(1200))
+
+
+async def test_flush_makes_events_visible_to_readers_while_open(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db")
+    await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    await sink.flush()
+    assert _rows(sink.path, "SELECT count(*) FROM events") == [(1,)]
+    await sink.aclose()
+
+
+async def test_unusable_database_fails_loudly_not_silently(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    sink = SqliteSink(blocker / "sub" / "a.db")
+    await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    with pytest.raises(AgentrtError) as info:
+        with trio.fail_after(10):
+            await sink.flush()
+    assert info.value.code == "database_unavailable"
+    with pytest.raises(AgentrtError):
+        await sink.handle(_batch("c", 1, TextDelta(text="y")))
+    with pytest.raises(AgentrtError):
+        await sink.aclose()
+    await sink.aclose()  # idempotent: the failure is reported once
+
+
+async def test_handle_after_close_is_an_error(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db")
+    await sink.aclose()
+    with pytest.raises(AgentrtError) as info:
+        await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    assert info.value.code == "sink_closed"
+
+
+def test_factory_options(tmp_path: Path) -> None:
+    sink = make_sink({"url": f"sqlite://{tmp_path}/f.db", "thread": "t", "max_pending": 9})
+    assert sink.path == tmp_path / "f.db"
+    assert sink.info.thread == "t" and sink.max_pending == 9
+    assert sink.policy == "block"
+    with pytest.raises(AgentrtError) as info:
+        make_sink({"env": {"AGENTRT_DATABASE_URL": "postgres://u:p@h/db"}})
+    assert info.value.code == "unsupported_database_url"
