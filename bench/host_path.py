@@ -106,7 +106,10 @@ def sdk_path(path: str) -> tuple[int, float]:
     os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
     script = Path(path).with_suffix(".sh-free-launcher")
     # The SDK execs cli_path with its own flags; a tiny Python launcher ignores them.
-    script.write_text(f"#!{PYTHON}\nimport runpy, sys\nsys.argv = [{EMIT!r}, {path!r}]\nrunpy.run_path({EMIT!r}, run_name='__main__')\n")
+    script.write_text(
+        f"#!{PYTHON}\nimport runpy, sys\nsys.argv = [{EMIT!r}, {path!r}]\n"
+        f"runpy.run_path({EMIT!r}, run_name='__main__')\n"
+    )
     script.chmod(0o755)
 
     async def go() -> tuple[int, float]:

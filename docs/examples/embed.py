@@ -18,7 +18,9 @@ AGENT = str(Path(__file__).resolve().parent / "echo_agent.py")
 
 
 async def main() -> None:
-    launch = LaunchSpec(executable=AGENT, model="echo-1")
+    # from_env validates the launch exactly as the AWP_AGENT_CLI_* variables would be;
+    # keyword values override the (here empty) environment.
+    launch = LaunchSpec.from_env({}, executable=AGENT, model="echo-1")
     async with open_conversation(launch) as conv:
         for prompt in ("hello", "and again"):
             async for event in conv.send(prompt):

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from ._framing import JsonlReader, Malformed, OutputOversize
@@ -157,10 +158,10 @@ def _merge(batches: list[EventBatch]) -> EventBatch:
                 type(ev) is TextDelta
                 and events
                 and type(events[-1]) is TextDelta
-                and events[-1].index == ev.index  # type: ignore[attr-defined]
+                and events[-1].index == ev.index
             ):
                 prev = events[-1]
-                events[-1] = TextDelta(text=prev.text + ev.text, index=ev.index)  # type: ignore[attr-defined]
+                events[-1] = TextDelta(text=prev.text + ev.text, index=ev.index)
             else:
                 events.append(ev)
     first = batches[0]
@@ -175,6 +176,7 @@ class _TurnState:
         self.number = number
         self.send, self.recv = trio.open_memory_channel[Sequence[Event]](math.inf)
         self.terminal: Event | None = None
+        self.ended = trio.Event()
         self.cancel_requested = False
 
 
@@ -246,6 +248,7 @@ class Conversation:
         parent_env: Mapping[str, str],
         conversation_id: str,
         resume: str | None,
+        term_grace: float | None = None,
     ) -> None:
         self.id = conversation_id
         self.launch = launch
@@ -261,6 +264,7 @@ class Conversation:
         self._cwd = cwd
         self._parent_env = parent_env
         self._resume = resume
+        self._term_grace = term_grace
         self._codec: HostCodec = dialect.host_codec()
         self._proc: AgentProcess | None = None
         self._proc_done: trio.Event | None = None
@@ -322,8 +326,7 @@ class Conversation:
                     pass
                 else:
                     with trio.move_on_after(_INTERRUPT_GRACE):
-                        while state.terminal is None and self._proc_done is not None:
-                            await trio.sleep(0.01)
+                        await state.ended.wait()
                     if state.terminal is not None:
                         return
         await self._stop_process()
@@ -350,6 +353,8 @@ class Conversation:
             parent_env=self._parent_env,
             shutdown_line=self._codec.encode_shutdown(),
         )
+        if self._term_grace is not None:
+            spec = attrs.evolve(spec, term_grace=self._term_grace)
         if self._proc is not None:
             # A new process speaks a new stream: fresh codec and framing state.
             self._codec = self.dialect.host_codec()
@@ -489,6 +494,7 @@ class Conversation:
             elif cls is TurnCompleted or cls is TurnFailed:
                 if live and state is not None:
                     state.terminal = ev
+                    state.ended.set()
                     live = False
                     out.append(ev)
                     for_turn.append(ev)
@@ -534,9 +540,10 @@ class Conversation:
         error: str | None = None
         if req.subtype == "can_use_tool":
             body = req.request
+            tool_input = body.get("input")
             permission = PermissionRequest(
                 tool_name=str(body.get("tool_name", "")),
-                input=body.get("input") if isinstance(body.get("input"), Mapping) else {},
+                input=tool_input if isinstance(tool_input, Mapping) else {},
                 request_id=req.request_id,
                 raw=req.raw,
             )
@@ -618,6 +625,7 @@ async def open_conversation(
     conversation_id: str | None = None,
     permission_policy: PermissionPolicy | None = None,
     dialect: Dialect | None = None,
+    term_grace: float | None = None,
 ) -> AsyncIterator[Conversation]:
     """Open a conversation with the agent CLI that ``launch`` names.
 
@@ -625,7 +633,8 @@ async def open_conversation(
     (``AWP_AGENT_CLI_*``).  The process starts here, so launch and spawn
     errors (``spawn_failed``) are raised on entry.  If the process exits, the
     next send starts a new one, resuming the native session when the agent
-    reported a valid id.  Leaving the block (normally, by
+    reported a valid id.  ``term_grace`` overrides how long a stopping agent
+    has between SIGTERM and SIGKILL.  Leaving the block (normally, by
     exception or by cancellation of the caller's scope) stops the agent and
     flushes the sinks, shielded and bounded.
 
@@ -650,24 +659,43 @@ async def open_conversation(
     if permission_policy is None:
         assert plugins is not None
         permission_policy = plugins.permission_policy()
-    async with trio.open_nursery() as nursery:
-        conv = Conversation(
-            nursery=nursery,
-            launch=launch,
-            dialect=dialect,
-            permission_policy=permission_policy,
-            cwd=cwd,
-            parent_env=env,
-            conversation_id=conversation_id or str(uuid.uuid4()),
-            resume=resume,
-        )
-        for sink in sinks:
-            await conv.attach(sink)
-        try:
-            # Spawn now, not at the first send: output before the first input is
-            # then visible as such, and a spawn failure surfaces here.
-            await conv._ensure_process()
-            yield conv
-        finally:
-            await conv._aclose()
-            nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            conv = Conversation(
+                nursery=nursery,
+                launch=launch,
+                dialect=dialect,
+                permission_policy=permission_policy,
+                cwd=cwd,
+                parent_env=env,
+                conversation_id=conversation_id or str(uuid.uuid4()),
+                resume=resume,
+                term_grace=term_grace,
+            )
+            for sink in sinks:
+                await conv.attach(sink)
+            try:
+                # Spawn now, not at the first send: output before the first input is
+                # then visible as such, and a spawn failure surfaces here.
+                await conv._ensure_process()
+                yield conv
+            finally:
+                await conv._aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The nursery only runs our background tasks; an error from the body or
+        # from spawning is the caller's one exception, not a group to unpack.
+        leaves = list(_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out

@@ -98,6 +98,9 @@ class AgentProcess:
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
         self._send_lock = trio.Lock()
+        # The background tasks' own scopes: shielded, so that cancelling the
+        # caller's scope cannot blind the stop that its cancellation triggers.
+        self._task_scopes: list[trio.CancelScope] = []
         assert proc.stdout is not None and proc.stderr is not None
         self._stdout = proc.stdout
         self._stderr_stream = proc.stderr
@@ -222,8 +225,17 @@ class AgentProcess:
             await self._proc.wait()
             self._reaped = True
 
+    def _cancel_tasks(self) -> None:
+        for scope in self._task_scopes:
+            scope.cancel()
+
     async def _watch_exit(self) -> None:
         """Background task: set :attr:`exited` when the child exits, without reaping (Linux)."""
+        with trio.CancelScope(shield=True) as scope:
+            self._task_scopes.append(scope)
+            await self._watch_exit_inner()
+
+    async def _watch_exit_inner(self) -> None:
         try:
             if _HAS_PIDFD:
                 returncode, sig = await self._wait_pidfd()
@@ -256,6 +268,11 @@ class AgentProcess:
 
     async def _drain_stderr(self) -> None:
         """Background task: keep stderr in a bounded buffer (over the limit, keep the last half)."""
+        with trio.CancelScope(shield=True) as scope:
+            self._task_scopes.append(scope)
+            await self._drain_stderr_inner()
+
+    async def _drain_stderr_inner(self) -> None:
         limit = self._spec.stderr_limit
         buf = self._stderr
         try:
@@ -339,7 +356,7 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
                     await agent.stop()
                     with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
                         await agent._stderr_done.wait()
-                nursery.cancel_scope.cancel()
+                agent._cancel_tasks()
     except BaseExceptionGroup as group:
         # The background tasks never raise, so a group holds the body's one
         # exception: re-raise it as is, keeping its own cause and context.

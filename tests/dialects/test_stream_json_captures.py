@@ -76,8 +76,12 @@ def decode(objects: list[Any]) -> list[Event]:
 
 
 def usage(inp: int, out: int) -> dict[str, int]:
-    return {"input_tokens": inp, "output_tokens": out, "cache_read_input_tokens": 0,
-            "cache_creation_input_tokens": 0}
+    return {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
 
 
 BASIC_SID = "28ef0892-b6b1-4959-9e22-efd5c4026798"
@@ -103,7 +107,12 @@ def test_partial_messages_two_turns_text_is_not_counted_twice(capture: Any) -> N
     # 5 deltas in turn 1 and 6 in turn 2; the full assistant line adds nothing
     # (kept as a raw event), message_stop is not a terminal.
     assert [ev.text for ev in events if isinstance(ev, TextDelta)][:5] == [
-        "Hello from t", "he fake serv", "er (user mes", "sage 1). You", " said: hello"]
+        "Hello from t",
+        "he fake serv",
+        "er (user mes",
+        "sage 1). You",
+        " said: hello",
+    ]
     assert normalize(events) == [
         ("session", sid, "claude-test"),
         ("status", "status", "requesting"),
@@ -180,7 +189,9 @@ def test_http_500_fails_the_turn_despite_subtype_success(capture: Any) -> None:
     ]
     retries = [ev for ev in events if isinstance(ev, Status) and ev.kind == "api_retry"]
     assert [(r.detail["attempt"], r.detail["retry_delay_ms"], r.detail["error_status"]) for r in retries] == [
-        (1, 584, 500), (2, 1228, 500)]
+        (1, 584, 500),
+        (2, 1228, 500),
+    ]
     api_error = next(ev for ev in events if isinstance(ev, Status) and ev.kind == "api_error")
     assert api_error.detail["api_error_status"] == 500
     assert api_error.detail["text"] == message

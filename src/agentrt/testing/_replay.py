@@ -357,6 +357,7 @@ async def serve_replay(script: Script | Iterable[ReplayResponse]) -> AsyncIterat
     if not callable(script) and not isinstance(script, Sequence):
         script = list(script)
     server = ReplayServer(script)
+    failure: BaseException | None = None
     async with trio.open_nursery() as nursery:
         listeners: list[trio.SocketListener] = await nursery.start(
             partial(trio.serve_tcp, server._handle, 0, host="127.0.0.1")
@@ -364,5 +365,11 @@ async def serve_replay(script: Script | Iterable[ReplayResponse]) -> AsyncIterat
         server.port = listeners[0].socket.getsockname()[1]
         try:
             yield server
+        except BaseException as exc:
+            # Re-raised below, outside the nursery, so that the block's own error reaches
+            # the caller as itself rather than wrapped in an exception group.
+            failure = exc
         finally:
             nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure

@@ -16,6 +16,7 @@ OPT_IN = "AWP_AGENT_MANAGED_TASKS_OPT_IN"
 URL_VAR = "AWP_CONTROL_PLANE_URL"
 KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
 REMOTE_OPT_IN = "AGENTRT_REMOTE_API_OPT_IN"
+POLL_VAR = "AGENTRT_MANAGED_TASK_POLL_MS"  # default 500; tests shorten it
 
 
 def is_loopback_host(host: str) -> bool:
@@ -104,4 +105,7 @@ class ClientConfig:
             missing = " and ".join(n for n, v in ((URL_VAR, url), (KEY_VAR, key)) if not v)
             raise AgentrtError("managed_tasks_configuration_incomplete", f"{missing} not set")
         base = validate_control_plane_url(url, remote_opt_in=env.get(REMOTE_OPT_IN) == "1")
-        return cls(base_url=base, api_key=validate_token(key))
+        poll = env.get(POLL_VAR, "")
+        if poll and (not poll.isdigit() or not 10 <= int(poll) <= 5000):
+            raise AgentrtError("invalid_managed_task_poll_interval", f"{POLL_VAR} must be 10..5000")
+        return cls(base_url=base, api_key=validate_token(key), poll_interval=int(poll) / 1000 if poll else 0.5)

@@ -1,0 +1,63 @@
+"""Benchmark: the stdout pump (AgentProcess.receive_some + JsonlReader.feed) per read size and pipe size.
+
+Run: ``.venv/bin/python tests/core/bench_process.py``.  A child writes the shared
+corpus (41.8 MB, 20,000 lines) to stdout as fast as it can; the host reads and
+frames it.  Prints the host's CPU time per line and the wall time, for each
+(read size, kernel pipe size) pair; the first row is the baseline (64 KiB reads
+from a default 64 KiB pipe).  Not a test: nothing is asserted about speed.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import trio
+
+from agentrt import _process
+from agentrt._framing import JsonlReader
+from agentrt._process import ProcessSpec, open_process
+
+sys.path.insert(0, "/work/shared/bench")
+import corpus  # noqa: E402
+
+WRITER = "import sys; data = open(sys.argv[1], 'rb').read(); sys.stdout.buffer.write(data)"
+
+
+async def pump(path: str, read_size: int) -> tuple[int, float, float]:
+    spec = ProcessSpec(argv=(sys.executable, "-S", "-c", WRITER, path), env={}, stdin=False)
+    reader = JsonlReader()
+    n = 0
+    wall = time.perf_counter()
+    cpu = time.process_time()
+    async with open_process(spec) as proc:
+        while chunk := await proc.receive_some(read_size):
+            n += len(reader.feed(chunk))
+    n += len(reader.finish())
+    return n, time.process_time() - cpu, time.perf_counter() - wall
+
+
+async def main() -> None:
+    blob = corpus.corpus_blob(20_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.jsonl")
+        pathlib.Path(path).write_bytes(blob)
+        rows = [(65536, 0), (262144, 0), (262144, 1 << 20), (1 << 20, 1 << 20)]
+        for read_size, pipe_size in rows:
+            _process._PIPE_SIZE = pipe_size
+            results = [await pump(path, read_size) for _ in range(5)]
+            n = results[0][0]
+            cpu = min(r[1] for r in results)
+            wall = min(r[2] for r in results)
+            pipe = f"{pipe_size // 1024} KiB" if pipe_size else "default"
+            print(
+                f"read {read_size // 1024:5d} KiB, pipe {pipe:>8s}: host CPU {cpu / n * 1e9:7.0f} ns/line, "
+                f"wall {wall * 1e3:6.0f} ms for {n} lines ({len(blob) / wall / 1e6:.0f} MB/s)"
+            )
+
+
+if __name__ == "__main__":
+    trio.run(main)
