@@ -108,6 +108,18 @@ class JsonlReader:
         :class:`OutputOversize` when a line grows past :data:`MAX_LINE_BYTES`;
         the reader stays failed afterwards.
         """
+        # Fast path, the common case of a paced agent: nothing pending and the
+        # chunk is exactly one complete line (orjson skips the trailing "\n").
+        if not self._parts:
+            last = len(chunk) - 1
+            if 0 < last <= MAX_LINE_BYTES and chunk.find(b"\n") == last:
+                try:
+                    return [_loads(chunk)]
+                except _JSONDecodeError:
+                    pass
+        return self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> list[Any]:
         if self._failed:
             raise OutputOversize()
         first_nl = chunk.find(b"\n")
@@ -155,7 +167,8 @@ class JsonlReader:
 
     def _fail(self, objects: list[Any] | None = None) -> NoReturn:
         self._failed = True
-        self._parts = []
+        # A non-empty list keeps feed() off its fast path, into the failed check.
+        self._parts = [b""]
         self._pending = 0
         raise OutputOversize(objects)
 

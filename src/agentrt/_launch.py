@@ -83,9 +83,7 @@ _URL_RE = re.compile(rf"https?://[^{_JS_SPACE}\"'<>]+", re.IGNORECASE)
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # Characters String.prototype.trim() removes (the same set, range expanded).
 _JS_TRIM = (
-    "\t\n\x0b\x0c\r \xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+    "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
 
@@ -224,9 +222,7 @@ def _validate_env(raw: str | None, *, remote_ok: bool) -> dict[str, str]:
         if "\x00" in value:
             raise AgentrtError("invalid_cli_env_entry", f"{source}[{key}] contains a NUL character")
         if js_len(value) > MAX_ENV_VALUE_LEN:
-            raise AgentrtError(
-                "cli_env_value_too_large", f"{source}[{key}] is longer than {MAX_ENV_VALUE_LEN}"
-            )
+            raise AgentrtError("cli_env_value_too_large", f"{source}[{key}] is longer than {MAX_ENV_VALUE_LEN}")
         entries[key] = value
     if not remote_ok:
         for key, value in entries.items():
@@ -280,8 +276,7 @@ class LaunchSpec:
                 if contains_remote_url(arg):
                     raise AgentrtError(
                         "remote_api_requires_explicit_opt_in",
-                        f"argument #{index} holds a remote URL; "
-                        "set AWP_AGENT_REMOTE_API_OPT_IN=1 to allow it",
+                        f"argument #{index} holds a remote URL; set AWP_AGENT_REMOTE_API_OPT_IN=1 to allow it",
                     )
         if model is None:
             chosen_model = _validate_model(env.get("AWP_AGENT_DEFAULT_MODEL"), "AWP_AGENT_DEFAULT_MODEL")
@@ -353,9 +348,7 @@ class LaunchSpec:
         if cwd is not None:
             work_dir = os.fspath(cwd)
             if not isinstance(work_dir, str) or not work_dir or "\x00" in work_dir:
-                raise AgentrtError(
-                    "invalid_working_directory", "the working directory must be a non-empty path"
-                )
+                raise AgentrtError("invalid_working_directory", "the working directory must be a non-empty path")
         argv = self.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
         env = self.child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)

@@ -1,10 +1,11 @@
-"""Benchmark: the stdout pump (AgentProcess.receive_some + JsonlReader.feed) per read size and pipe size.
+"""Benchmark: the stdout pump (AgentProcess.receive_some + JsonlReader.feed) per read size.
 
 Run: ``.venv/bin/python tests/core/bench_process.py``.  A child writes the shared
 corpus (41.8 MB, 20,000 lines) to stdout as fast as it can; the host reads and
 frames it.  Prints the host's CPU time per line and the wall time, for each
-(read size, kernel pipe size) pair; the first row is the baseline (64 KiB reads
-from a default 64 KiB pipe).  Not a test: nothing is asserted about speed.
+read size (the default pipe holds 64 KiB).  A second part measures one small
+line per read, the common case of a paced agent, as ns per write+read pair.
+Not a test: nothing is asserted about speed.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import time
 
 import trio
 
-from agentrt import _process
 from agentrt._framing import JsonlReader
 from agentrt._process import ProcessSpec, open_process
 
 sys.path.insert(0, "/work/shared/bench")
-import corpus  # noqa: E402
+import corpus
 
 WRITER = "import sys; data = open(sys.argv[1], 'rb').read(); sys.stdout.buffer.write(data)"
 
@@ -45,19 +45,33 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "corpus.jsonl")
         pathlib.Path(path).write_bytes(blob)
-        rows = [(65536, 0), (262144, 0), (262144, 1 << 20), (1 << 20, 1 << 20)]
-        for read_size, pipe_size in rows:
-            _process._PIPE_SIZE = pipe_size
+        for read_size in (4096, 16384, 65536, 131072, 262144):
             results = [await pump(path, read_size) for _ in range(5)]
             n = results[0][0]
             cpu = min(r[1] for r in results)
             wall = min(r[2] for r in results)
-            pipe = f"{pipe_size // 1024} KiB" if pipe_size else "default"
             print(
-                f"read {read_size // 1024:5d} KiB, pipe {pipe:>8s}: host CPU {cpu / n * 1e9:7.0f} ns/line, "
+                f"read {read_size // 1024:5d} KiB: host CPU {cpu / n * 1e9:7.0f} ns/line, "
                 f"wall {wall * 1e3:6.0f} ms for {n} lines ({len(blob) / wall / 1e6:.0f} MB/s)"
             )
 
 
+def small_reads() -> None:
+    r, w = os.pipe()
+    line = b"x" * 250 + b"\n"
+    for size in (4096, 65536, 131072, 262144):
+        t = time.process_time_ns()
+        for _ in range(20000):
+            os.write(w, line)
+            os.read(r, size)
+        print(
+            f"one 251-byte line per read, read size {size // 1024:4d} KiB: "
+            f"{(time.process_time_ns() - t) / 20000:6.0f} ns per write+read"
+        )
+    os.close(r)
+    os.close(w)
+
+
 if __name__ == "__main__":
+    small_reads()
     trio.run(main)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import pathlib
 from typing import Any
@@ -28,7 +29,7 @@ def read_all(chunks: list[bytes]) -> list[Any]:
 
 def rechunk(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
 def test_basic_lines_and_blank_lines() -> None:
@@ -192,8 +193,7 @@ def test_any_chunking_gives_the_same_objects(lines: list[bytes], final_newline: 
 
 @pytest.mark.parametrize(
     "name",
-    sorted(p.name for p in (FIXTURES / "claude-code").glob("*.stdout.jsonl"))
-    + ["sdk-test-samples.jsonl"],
+    sorted(p.name for p in (FIXTURES / "claude-code").glob("*.stdout.jsonl")) + ["sdk-test-samples.jsonl"],
 )
 def test_real_claude_code_captures_parse_cleanly(name: str) -> None:
     data = (FIXTURES / "claude-code" / name).read_bytes()
@@ -210,3 +210,31 @@ def test_real_fastagent_captures_parse_cleanly(name: str) -> None:
     out = read_all(rechunk(data, [7, 100, 333, 1000]))
     assert out == [json.loads(line) for line in data.splitlines() if line.strip()]
     assert out and all(isinstance(o, dict) for o in out)
+
+
+def outcome(chunks: list[bytes]) -> tuple[list[Any], bool]:
+    """(every object delivered, whether the oversize error was raised)."""
+    reader = JsonlReader()
+    out: list[Any] = []
+    try:
+        for chunk in chunks:
+            out += reader.feed(chunk)
+        out += reader.finish()
+    except OutputOversize as exc:
+        return out + exc.objects, True
+    return out, False
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    before=st.lists(_line, max_size=5),
+    size=st.sampled_from([MAX_LINE_BYTES - 1, MAX_LINE_BYTES, MAX_LINE_BYTES + 1]),
+    newline=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=MAX_LINE_BYTES + 200), max_size=6),
+)
+def test_the_cap_does_not_depend_on_chunking(before: list[bytes], size: int, newline: bool, cuts: list[int]) -> None:
+    data = b"".join(line + b"\n" for line in before) + b"z" * size + (b"\n{}\n" if newline else b"")
+    whole = outcome([data])
+    assert outcome(rechunk(data, cuts)) == whole
+    assert whole[1] is (size > MAX_LINE_BYTES)
+    assert whole[0][: len(read_all([b"\n".join(before) + b"\n"]))] == read_all([b"\n".join(before) + b"\n"])

@@ -326,9 +326,7 @@ def test_validation_order(exe: str) -> None:
 
 
 def test_argv_shape(exe: str) -> None:
-    spec = LaunchSpec.from_env(
-        base(exe, AWP_AGENT_CLI_ARGS_JSON='["-p1", "p2"]', AWP_AGENT_DEFAULT_MODEL="m1")
-    )
+    spec = LaunchSpec.from_env(base(exe, AWP_AGENT_CLI_ARGS_JSON='["-p1", "p2"]', AWP_AGENT_DEFAULT_MODEL="m1"))
     assert spec.argv() == (exe, "-p1", "p2", "--model", "m1")
     compat = ("--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose")
     assert spec.argv(compat, resume="sess-1:a.b_c", mcp_config="/tmp/mcp.json") == (
@@ -402,9 +400,7 @@ class _Dialect(Dialect):
 
 
 def test_process_spec(exe: str, tmp_path: pathlib.Path) -> None:
-    spec = LaunchSpec.from_env(
-        base(exe, AWP_AGENT_DEFAULT_MODEL="m", AWP_AGENT_CLI_ENV_JSON='{"X": "1"}')
-    )
+    spec = LaunchSpec.from_env(base(exe, AWP_AGENT_DEFAULT_MODEL="m", AWP_AGENT_CLI_ENV_JSON='{"X": "1"}'))
     ps = spec.process_spec(
         _Dialect(),
         resume="r1",

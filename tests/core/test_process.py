@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from agentrt import AgentrtError
 from agentrt._framing import JsonlReader, Malformed, OutputOversize
@@ -449,7 +450,7 @@ async def test_split_mode_reassembles() -> None:
     async with open_process(fixture("split")) as proc:
         await proc.send(USER_LINE)
         objs = await read_until(proc, Reader(), is_result)
-    assert [o["type"] for o in objs][0] == "system" and len(objs) == 6
+    assert objs[0]["type"] == "system" and len(objs) == 6
 
 
 async def test_malformed_mode_counts_and_continues() -> None:
@@ -511,3 +512,33 @@ async def test_python_dash_m_entry_point() -> None:
         await proc.send(USER_LINE)
         objs = await read_until(proc, Reader(), is_result)
     assert objs[-1]["result"] == "echo: hello"
+
+
+async def test_stop_while_a_send_is_blocked_on_a_full_pipe() -> None:
+    # The child never reads stdin: a 4 MiB send blocks on the full pipe.  stop()
+    # must not wait behind it: closing stdin fails the send, then SIGTERM ends the child.
+    spec = py("import time; time.sleep(60)", shutdown_line=SHUTDOWN, shutdown_grace=0.05)
+    errors: list[AgentrtError] = []
+    async with open_process(spec) as proc:
+
+        async def sender() -> None:
+            try:
+                await proc.send(b"x" * (4 << 20))
+            except AgentrtError as exc:
+                errors.append(exc)
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sender)
+                await trio.testing.wait_all_tasks_blocked()
+                status = await proc.stop()
+    assert [e.code for e in errors] == ["stdin_unavailable"]
+    assert status.signal == signal.SIGTERM and status.kind == "requested"
+
+
+async def test_stdout_eof_and_exit_are_both_observed() -> None:
+    async with open_process(py("print('{\"a\": 1}')")) as proc:
+        data = await read_to_eof(proc)
+        with trio.fail_after(10):
+            status = await proc.wait()
+    assert data == b'{"a": 1}\n' and status.kind == "exited"

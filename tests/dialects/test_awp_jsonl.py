@@ -166,9 +166,7 @@ def test_reference_cli_tape() -> None:
         ),
         TextDelta(text="verified: "),
         TextDelta(text="ok"),
-        TurnCompleted(
-            session_id="sess-1", usage=Usage(input_tokens=28, output_tokens=9), result="verified: ok"
-        ),
+        TurnCompleted(session_id="sess-1", usage=Usage(input_tokens=28, output_tokens=9), result="verified: ok"),
     ]
     assert events[0].raw is tape[0] and events[-1].raw is tape[-1]
 
@@ -324,14 +322,12 @@ def test_assistant_blocks() -> None:
         }
     )
     assert text == TextDelta(text="a", index=0)
-    assert tool == ToolUse(
-        id="t", name="Write", input={"file_path": "/x/y/notes.md"}, summary="Writing notes.md"
-    )
+    assert tool == ToolUse(id="t", name="Write", input={"file_path": "/x/y/notes.md"}, summary="Writing notes.md")
     assert thinking == ThinkingDelta(text="why", index=2)
     assert other == RawEvent(name="assistant/image")
-    assert list(
-        host().decode({"type": "assistant", "message": {"content": [{"type": "text", "text": ""}]}})
-    ) == [RawEvent(name="assistant")]
+    assert list(host().decode({"type": "assistant", "message": {"content": [{"type": "text", "text": ""}]}})) == [
+        RawEvent(name="assistant")
+    ]
 
 
 def test_user_tool_result() -> None:

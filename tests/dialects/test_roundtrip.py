@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from agentrt_awp_jsonl.codec import AwpJsonlDialect
@@ -58,9 +59,7 @@ usages = st.none() | st.builds(
 @st.composite
 def tool_uses(draw: Any) -> ToolUse:
     name = draw(st.sampled_from(["Bash", "Read", "Write", "mcp__srv__Edit", "Grep", "custom_tool"]))
-    tool_input = draw(
-        st.dictionaries(st.sampled_from(["command", "file_path", "path", "x"]), json_values, max_size=3)
-    )
+    tool_input = draw(st.dictionaries(st.sampled_from(["command", "file_path", "path", "x"]), json_values, max_size=3))
     return ToolUse(id=draw(ids), name=name, input=tool_input, summary=tool_label(name, tool_input))
 
 
@@ -77,15 +76,13 @@ def scripts(draw: Any) -> list[Event]:
     sid = draw(ids)
     events: list[Event] = [SessionStarted(session_id=sid, model=draw(st.none() | texts))]
     for _ in range(draw(st.integers(1, 3))):
-        events.extend(draw(st.lists(body_events, max_size=8)))
+        for ev in draw(st.lists(body_events, max_size=8)):
+            # Tool-call ids are unique within a session (stream-json relies on it).
+            events.append(attrs.evolve(ev, id=f"{ev.id}-{len(events)}") if isinstance(ev, ToolUse) else ev)
         if draw(st.booleans()):
-            events.append(
-                TurnCompleted(session_id=sid, usage=draw(usages), result=draw(st.none() | st.text()))
-            )
+            events.append(TurnCompleted(session_id=sid, usage=draw(usages), result=draw(st.none() | st.text())))
         else:
-            events.append(
-                TurnFailed(code=draw(codes), message=draw(st.text(max_size=30)), usage=draw(usages))
-            )
+            events.append(TurnFailed(code=draw(codes), message=draw(st.text(max_size=30)), usage=draw(usages)))
     return events
 
 
@@ -123,9 +120,7 @@ def test_stream_json_messages_round_trip_with_text_merged_per_block(script: list
 base64ish = st.from_regex(r"[A-Za-z0-9+/]{0,40}={0,2}", fullmatch=True)
 blocks = st.one_of(
     st.builds(TextBlock, text=st.text(max_size=40)),
-    st.builds(
-        ImageBlock, media_type=st.sampled_from(["image/png", "image/jpeg", "image/webp"]), data=base64ish
-    ),
+    st.builds(ImageBlock, media_type=st.sampled_from(["image/png", "image/jpeg", "image/webp"]), data=base64ish),
     st.builds(DocumentBlock, media_type=st.just("application/pdf"), data=base64ish),
 )
 

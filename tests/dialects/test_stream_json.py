@@ -192,9 +192,7 @@ def _request() -> ControlRequest:
 
 
 def test_control_response_allow_fills_in_the_original_input() -> None:
-    line = host().encode_control_response(
-        _request(), permission_response(PermissionDecision(allow=True)), None
-    )
+    line = host().encode_control_response(_request(), permission_response(PermissionDecision(allow=True)), None)
     assert line is not None and line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line) == {
         "type": "control_response",
@@ -265,9 +263,7 @@ def _stream(event: dict[str, Any], msg: str | None = "msg_1") -> dict[str, Any]:
 
 
 def _delta(text: str, index: int = 0, msg: str | None = "msg_1") -> dict[str, Any]:
-    return _stream(
-        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}, msg
-    )
+    return _stream({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}, msg)
 
 
 def _assistant(blocks: list[dict[str, Any]], msg: str = "msg_1") -> dict[str, Any]:
@@ -340,9 +336,7 @@ def test_streamed_tool_use_without_assistant_line() -> None:
 
     stop = _stream({"type": "content_block_stop", "index": 1})
     events = _decode(host(), [start, piece('{"file_path": "/a/'), piece('b.py"}'), stop])
-    assert events == [
-        ToolUse(id="toolu_1", name="Edit", input={"file_path": "/a/b.py"}, summary="Editing b.py")
-    ]
+    assert events == [ToolUse(id="toolu_1", name="Edit", input={"file_path": "/a/b.py"}, summary="Editing b.py")]
     # the complete assistant line after it adds nothing
     codec = host()
     events = _decode(
@@ -362,9 +356,7 @@ def test_streamed_tool_use_without_assistant_line() -> None:
 
 
 def test_bare_message_stop_is_not_a_terminal_in_stream_json() -> None:
-    events = _decode(
-        host(), [{"type": "message_delta", "usage": {"output_tokens": 3}}, {"type": "message_stop"}]
-    )
+    events = _decode(host(), [{"type": "message_delta", "usage": {"output_tokens": 3}}, {"type": "message_stop"}])
     assert events == []
 
 
@@ -440,23 +432,15 @@ def test_agent_output_is_understood_by_the_claude_agent_sdk(partial: bool) -> No
 def test_agent_output_decodes_back(partial: bool) -> None:
     codec = StreamJsonDialect(partial_messages=partial).agent_codec()
     decoder = host()
-    events = [
-        ev for e in _script() for o in codec.encode(e) for ev in decoder.decode(orjson.loads(orjson.dumps(o)))
-    ]
+    events = [ev for e in _script() for o in codec.encode(e) for ev in decoder.decode(orjson.loads(orjson.dumps(o)))]
     assert [e for e in events if not isinstance(e, RawEvent)] == [
         SessionStarted(session_id="sess-1", model="claude-test"),
-        *(
-            [TextDelta(text="I will "), TextDelta(text="run it.")]
-            if partial
-            else [TextDelta(text="I will run it.")]
-        ),
+        *([TextDelta(text="I will "), TextDelta(text="run it.")] if partial else [TextDelta(text="I will run it.")]),
         ToolUse(id="toolu_1", name="Bash", input={"command": "echo hi"}, summary="Running: echo hi"),
         ToolResult(tool_use_id="toolu_1", content="hi"),
         ThinkingDelta(text="so"),
         TextDelta(text="It said hi."),
-        TurnCompleted(
-            session_id="sess-1", usage=Usage(input_tokens=5, output_tokens=6), result="It said hi."
-        ),
+        TurnCompleted(session_id="sess-1", usage=Usage(input_tokens=5, output_tokens=6), result="It said hi."),
         TurnFailed(code="provider_timeout", message="no answer in 120 s"),
     ]
 
@@ -512,3 +496,18 @@ def test_agent_decode_input_control_traffic() -> None:
     assert codec.decode_input(sdk_line) == Turn.text("hi")
     bad = codec.decode_input({"type": "user", "message": {"role": "user", "content": 3}})
     assert isinstance(bad, InputError) and bad.code == "invalid_input_content"
+
+
+def test_hot_path_text_delta_is_an_ordinary_event() -> None:
+    import attrs
+
+    from agentrt.events import to_json
+
+    obj = _delta("fast", 4)
+    (ev,) = host().decode(obj)
+    assert type(ev) is TextDelta and ev == TextDelta(text="fast", index=4) and ev.raw is obj
+    assert to_json(ev) == {"type": "text_delta", "text": "fast", "index": 4}
+    assert hash(ev) == hash(TextDelta(text="fast", index=4))
+    assert attrs.evolve(ev, text="x") == TextDelta(text="x", index=4)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        ev.text = "mutated"  # type: ignore[misc]

@@ -23,7 +23,6 @@ async def test_fresh_qr(tmp_path: Path, sup_factory, store, recorder) -> None:
         assert rec.last_qr_code_id is not None and rec.last_qr_code_id.endswith("Z")  # timestamp fallback
         await sup.request_stop("bot_fresh_contract")
         await recorder.wait_state("bot_fresh_contract", "stopped")
-    print(recorder.events("bot_fresh_contract"))
     assert recorder.kinds("bot_fresh_contract") == ["process_started", "qr_code", "stopping", "stopped"]
     assert (await store.get_bot("bot_fresh_contract")).restart_count == 0
 

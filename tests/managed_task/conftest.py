@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import trio
-
 from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
 from agentrt_managed_task._store import ThreadedStore
 from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist
@@ -104,9 +103,7 @@ def control_plane(nursery: trio.Nursery) -> Callable[..., Any]:
         settings = ControlPlaneSettings(**{"api_key": API_KEY, "maintenance_interval": 0.2, **overrides})
         shutdown = trio.Event()
         url: str = await nursery.start(
-            lambda task_status: serve_control_plane(
-                store, settings, port=0, shutdown=shutdown, task_status=task_status
-            )
+            lambda task_status: serve_control_plane(store, settings, port=0, shutdown=shutdown, task_status=task_status)
         )
         return url
 
@@ -150,3 +147,63 @@ def run_worker(nursery: trio.Nursery) -> Callable[..., Any]:
     return start
 
 
+AGENTRT = os.path.join(os.path.dirname(sys.executable), "agentrt")
+
+
+class CliProcess:
+    """A running ``agentrt`` subcommand and the ready line it printed."""
+
+    def __init__(self, process: trio.Process, ready: dict[str, Any]) -> None:
+        self.process = process
+        self.ready = ready
+
+
+@pytest.fixture
+async def spawn_cli() -> Any:
+    """``await spawn_cli(args, env)`` -> CliProcess once its JSON ready line arrived; all reaped at teardown."""
+    import json
+    import signal
+    import subprocess as sp
+
+    started: list[trio.Process] = []
+
+    async def spawn(args: list[str], env: dict[str, str]) -> CliProcess:
+        process = await trio.lowlevel.open_process(
+            [AGENTRT, *args], env=env, stdin=sp.DEVNULL, stdout=sp.PIPE, stderr=sp.PIPE
+        )
+        started.append(process)
+        assert process.stdout is not None and process.stderr is not None
+        buffer = b""
+        with trio.fail_after(20):
+            while b"\n" not in buffer:
+                chunk = await process.stdout.receive_some(4096)
+                if not chunk:
+                    err = await process.stderr.receive_some(65536)
+                    raise AssertionError(f"agentrt {args[0]} exited before ready: {err!r}")
+                buffer += chunk
+        return CliProcess(process, json.loads(buffer.split(b"\n", 1)[0]))
+
+    yield spawn
+    with trio.CancelScope(shield=True):
+        for process in started:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+                with trio.move_on_after(8):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    await stream.aclose()
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """A small explicit environment for ``agentrt`` children (never the test's own)."""
+    return {"PATH": TRUSTED_PATH, "LANG": "C.UTF-8", "HOME": "/nonexistent", **extra}
+
+
+@pytest.fixture
+def cli_environment() -> Callable[..., dict[str, str]]:
+    """``cli_environment(**extra)``: see :func:`cli_env`."""
+    return cli_env

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from agentrt_managed_task._jsjson import idempotency_key, js_length, js_slice, task_digest_input
 
 SESSION = "3f0c9a1e-2b4d-4e6f-8a1b-2c3d4e5f6a7b"
@@ -19,8 +18,7 @@ TURN = "a" * 64
 def test_key_vector_non_ascii_and_fractional_timeout() -> None:
     # Computed by hand from the §B formula: sha256(utf8(s\0t\0c\0) || utf8(JSON.stringify(...))).
     expected = hashlib.sha256(
-        f"{SESSION}\0{TURN}\0call_1\0".encode()
-        + '{"argv":["echo","héllo wörld ✓"],"timeout_seconds":1.5}'.encode()
+        f"{SESSION}\0{TURN}\0call_1\0".encode() + '{"argv":["echo","héllo wörld ✓"],"timeout_seconds":1.5}'.encode()
     ).hexdigest()
     assert expected == "ee82df6ca7758499772aba6a2e28216336fbdbd9614510d23e75e6f2a019179b"
     key = idempotency_key(SESSION, TURN, "call_1", ["echo", "héllo wörld ✓"], 1.5)

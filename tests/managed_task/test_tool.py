@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import trio
+from agentrt_managed_task._config import ClientConfig
+from agentrt_managed_task._jsjson import idempotency_key
+from agentrt_managed_task._tool import ManagedTaskTool, validate_arguments
 
 from agentrt import AgentrtError
 from agentrt.testing import ReplayRequest, ReplayResponse, serve_replay
 from agentrt.tools import ToolContext
-from agentrt_managed_task._config import ClientConfig
-from agentrt_managed_task._jsjson import idempotency_key
-from agentrt_managed_task._tool import ManagedTaskTool, validate_arguments
 
 API_KEY = "mt-test-key-0123456789abcdef"
 CTX = ToolContext(session_id="s-1", turn_identity="t" * 64, tool_call_id="call_1")
@@ -79,12 +79,12 @@ async def test_runs_on_a_real_worker(store: Any, control_plane: Any, worker_sett
     assert (failed["status"], failed["exit_code"], failed["stdout"], failed["stderr"]) == ("failed", 3, "bad\n", "")
 
 
-async def test_output_is_bounded_to_65536(store: Any, control_plane: Any, worker_settings: Any, run_worker: Any) -> None:
+async def test_output_is_bounded_to_65536(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any
+) -> None:
     url = await control_plane(store)
     await run_worker(worker_settings(url))
-    result = await tool_for(url).call(
-        {"argv": ["python3", "-c", "print('x' * 70000)"], "timeout_seconds": 20}, CTX
-    )
+    result = await tool_for(url).call({"argv": ["python3", "-c", "print('x' * 70000)"], "timeout_seconds": 20}, CTX)
     assert result["status"] == "success" and result["stdout"] == "x" * 65536
 
 
@@ -138,15 +138,22 @@ def _bad_id_row(status: int = 200) -> ReplayResponse:
 @pytest.mark.parametrize(
     ("response", "code"),
     [
-        (ReplayResponse(status=307, headers=[("location", "http://127.0.0.1:1/"), ("content-length", "0")]),
-         "control_plane_redirect_rejected"),
+        (
+            ReplayResponse(status=307, headers=[("location", "http://127.0.0.1:1/"), ("content-length", "0")]),
+            "control_plane_redirect_rejected",
+        ),
         (ReplayResponse.json({"detail": "x"}, status=500), "control_plane_http_500"),
         (ReplayResponse.json({"detail": "x"}, status=401), "control_plane_http_401"),
         (ReplayResponse(headers=[("content-type", "text/html")], chunks=b"<html>"), "control_plane_response_not_json"),
         (ReplayResponse.json([1, 2]), "invalid_control_plane_response"),
-        (ReplayResponse(headers=[("content-type", "application/json")], chunks=b"{nope"), "invalid_control_plane_response"),
-        (ReplayResponse(headers=[("content-type", "application/json")], chunks=[b" " * 65536] * 33),
-         "control_plane_response_oversize"),
+        (
+            ReplayResponse(headers=[("content-type", "application/json")], chunks=b"{nope"),
+            "invalid_control_plane_response",
+        ),
+        (
+            ReplayResponse(headers=[("content-type", "application/json")], chunks=[b" " * 65536] * 33),
+            "control_plane_response_oversize",
+        ),
         (_bad_id_row(), "invalid_control_plane_task_id"),
         (ReplayResponse.json({"id": "not-a-uuid", "status": "pending"}), "invalid_control_plane_task_id"),
         (ReplayResponse.json(_row(str(uuid.uuid4()), "queued")), "invalid_control_plane_task_status"),

@@ -8,7 +8,11 @@ from agentrt import AgentrtError
 from agentrt._plugins import Plugins
 
 GOOD_KEY = "k" * 16
-ON = {"AWP_AGENT_MANAGED_TASKS_OPT_IN": "1", "AWP_CONTROL_PLANE_URL": "http://127.0.0.1:8100", "AWP_CONTROL_PLANE_API_KEY": GOOD_KEY}
+ON = {
+    "AWP_AGENT_MANAGED_TASKS_OPT_IN": "1",
+    "AWP_CONTROL_PLANE_URL": "http://127.0.0.1:8100",
+    "AWP_CONTROL_PLANE_API_KEY": GOOD_KEY,
+}
 
 
 def factory():  # the factory as the agent finds it: through the plugin's entry point

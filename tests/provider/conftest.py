@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 from agentrt.provider import ProviderChunk, ProviderRequest, ToolSchema
 from agentrt.testing import ReplayResponse, ReplayServer, serve_replay
-from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 FIXTURES = Path("/work/shared/fixtures/openai-sse")
 TOKEN = "sk-test-4f9a0c1d-secret-value"
@@ -78,9 +78,7 @@ class Kit:
         """SSE bytes: one ``data:`` event per object (dicts are JSON-encoded)."""
         import json
 
-        out = b"".join(
-            b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events
-        )
+        out = b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n" for e in events)
         return out + (b"data: [DONE]\n\n" if done else b"")
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import trio
+from agentrt_openai import OpenAIConfig, OpenAIProvider
+from agentrt_openai._retry import retry_after_seconds
 
 from agentrt.errors import AgentrtError
 from agentrt.events import Usage
 from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk, UsageChunk
 from agentrt.testing import ReplayRequest, ReplayResponse, serve_replay
-from agentrt_openai import OpenAIConfig, OpenAIProvider
-from agentrt_openai._retry import retry_after_seconds
 
 OK_BODY = (
     b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'
@@ -47,7 +47,7 @@ async def test_request_shape(run: Any, kit: Any) -> None:
     assert (req.method, req.path) == ("POST", "/v1/chat/completions")
     assert req.header("accept") == "text/event-stream, application/json"
     assert req.header("content-type") == "application/json"
-    assert req.header("user-agent", ).startswith("agentrt/")  # type: ignore[union-attr]
+    assert (req.header("user-agent") or "").startswith("agentrt/")
     assert req.header("authorization") == f"Bearer {kit.TOKEN}"
     assert req.header("idempotency-key") == "turn-1:round-0"
     assert req.json == {
@@ -337,3 +337,10 @@ def test_retry_after_parsing() -> None:
     assert retry_after_seconds({"retry-after": "Tue, 14 Nov 2023 22:13:00 GMT"}, now=now) == 0.0
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+async def test_unencodable_request_is_a_clear_error(run: Any, kit: Any) -> None:
+    req = kit.request(messages=[{"role": "user", "content": object()}])
+    with pytest.raises(AgentrtError) as info:
+        await run([ok()], req)
+    assert info.value.code == "provider_request_invalid"

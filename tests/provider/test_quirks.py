@@ -84,7 +84,9 @@ async def test_keepalive_comments_between_and_within_events(run: Any) -> None:
 async def test_usage_from_any_chunk_shape(run: Any, kit: Any, usage_event: dict[str, Any]) -> None:
     body = kit.sse(delta({"content": "x"}), delta({}, "stop"), usage_event)
     chunks = await chunks_of(run, body)
-    assert [c for c in chunks if isinstance(c, UsageChunk)] == [UsageChunk(usage=Usage(input_tokens=3, output_tokens=4))]
+    assert [c for c in chunks if isinstance(c, UsageChunk)] == [
+        UsageChunk(usage=Usage(input_tokens=3, output_tokens=4))
+    ]
 
 
 async def test_usage_last_wins_and_absent_means_no_chunk(run: Any, kit: Any) -> None:
@@ -157,9 +159,7 @@ async def test_missing_index_uses_position(run: Any, kit: Any) -> None:
 
 async def test_whole_arguments_in_one_chunk(run: Any, kit: Any) -> None:
     body = kit.sse(delta({"tool_calls": [tc(0, "w", "whole", '{"city": "Rome", "n": 2}')]}, "tool_calls"))
-    assert calls(await chunks_of(run, body)) == (
-        ToolCall(id="w", name="whole", arguments='{"city": "Rome", "n": 2}'),
-    )
+    assert calls(await chunks_of(run, body)) == (ToolCall(id="w", name="whole", arguments='{"city": "Rome", "n": 2}'),)
 
 
 async def test_legacy_function_call_shape(run: Any, kit: Any) -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
+from agentrt_openai._sse import SSEDecoder, SSEEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from agentrt_openai._sse import SSEDecoder, SSEEvent
 
 
 def feed_all(chunks: list[bytes]) -> list[SSEEvent]:
@@ -137,7 +136,7 @@ def test_many_blank_lines() -> None:
 _line = st.one_of(
     st.sampled_from(
         [
-            "data: {\"x\": 1}",
+            'data: {"x": 1}',
             "data:",
             "data",
             "data:  spaced",
@@ -188,3 +187,10 @@ def test_any_chunking_gives_the_reference_events(data: st.DataObject) -> None:
     assert feed_all(chunks) == expected
     assert feed_all([stream]) == expected
     assert feed_all([stream[i : i + 1] for i in range(len(stream))]) == expected
+    # Cut right after every blank line: the whole-event fast path.
+    assert feed_all(re.split(b"(?<=\n\n)", stream)) == expected
+
+
+def test_whole_event_chunks_keep_id_and_retry() -> None:
+    chunks = [b"data: a\n\n", b"id: 9\nretry: 10\n\n", b"data: b\n\n", b"data: c\ndata: d\n\n", b": x\n\n"]
+    assert feed_all(chunks) == [SSEEvent("a"), SSEEvent("b", None, "9", 10), SSEEvent("c\nd", None, "9", 10)]

@@ -5,6 +5,8 @@ from pathlib import Path
 import orjson
 import pytest
 import trio
+from agentrt_sqlite._recorder import ConversationInfo
+from agentrt_sqlite._sink import SqliteSink, make_sink
 
 from agentrt.errors import AgentrtError
 from agentrt.events import (
@@ -22,8 +24,6 @@ from agentrt.events import (
 )
 from agentrt.sinks import Sink
 from agentrt.testing import check_sink, sample_events
-from agentrt_sqlite._recorder import ConversationInfo
-from agentrt_sqlite._sink import SqliteSink, make_sink
 
 
 def _rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:

@@ -32,9 +32,10 @@ connection carries one request and is closed after its response.
 from __future__ import annotations
 
 import inspect
-from functools import partial
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Union
 
 import attrs
@@ -186,8 +187,9 @@ class _BadRequest(Exception):
 class ReplayServer:
     """A running replay server: :attr:`url`, the :attr:`requests` received, waiting helpers."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, tls: bool = False) -> None:
         self._script = script
+        self._tls = tls
         self._next = 0
         #: Every request received, in arrival order.
         self.requests: list[ReplayRequest] = []
@@ -200,8 +202,8 @@ class ReplayServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no trailing slash)."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https`` when serving TLS; no trailing slash)."""
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     async def wait_for_requests(self, count: int, limit: float = 10.0) -> list[ReplayRequest]:
         """Wait until ``count`` requests arrived (``trio.TooSlowError`` after ``limit`` seconds)."""
@@ -226,12 +228,12 @@ class ReplayServer:
         self._next += 1
         return response
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
+    async def _handle(self, stream: trio.abc.Stream) -> None:
         async with stream:
             try:
                 with trio.fail_after(_REQUEST_READ_TIMEOUT):
                     request = await _read_request(stream)
-            except (_BadRequest, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+            except (_BadRequest, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
                 self.bad_requests += 1
                 return
             async with self._changed:
@@ -244,7 +246,7 @@ class ReplayServer:
                 pass  # the client went away first; that is its business
 
 
-async def _read_request(stream: trio.SocketStream) -> ReplayRequest:
+async def _read_request(stream: trio.abc.Stream) -> ReplayRequest:
     buf = bytearray()
     while b"\r\n\r\n" not in buf:
         if len(buf) > _MAX_HEAD:
@@ -282,7 +284,7 @@ async def _read_request(stream: trio.SocketStream) -> ReplayRequest:
     return ReplayRequest(method=method, path=path, headers=tuple(headers), body=body)
 
 
-async def _read_chunked(stream: trio.SocketStream, buf: bytearray) -> bytes:
+async def _read_chunked(stream: trio.abc.Stream, buf: bytearray) -> bytes:
     body = bytearray()
 
     async def fill(n: int) -> None:
@@ -311,7 +313,7 @@ def _chunk_frame(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-async def _write_response(stream: trio.SocketStream, response: ReplayResponse) -> None:
+async def _write_response(stream: trio.abc.Stream, response: ReplayResponse) -> None:
     if response.delay:
         await trio.sleep(response.delay)
     if response.drop:
@@ -347,22 +349,33 @@ async def _write_response(stream: trio.SocketStream, response: ReplayResponse) -
 
 
 @asynccontextmanager
-async def serve_replay(script: Script | Iterable[ReplayResponse]) -> AsyncIterator[ReplayServer]:
+async def serve_replay(
+    script: Script | Iterable[ReplayResponse], *, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[ReplayServer]:
     """Run a :class:`ReplayServer` on ``127.0.0.1`` for the duration of the block.
 
     ``script`` is a list of responses served in order, or a callable
-    ``request -> response`` (sync or async).  Leaving the block stops the
-    server and closes every connection.
+    ``request -> response`` (sync or async).  With ``ssl_context`` (a server
+    context, e.g. from ``trustme``) it speaks HTTPS.  Leaving the block stops
+    the server and closes every connection.
     """
     if not callable(script) and not isinstance(script, Sequence):
         script = list(script)
-    server = ReplayServer(script)
+    server = ReplayServer(script, tls=ssl_context is not None)
     failure: BaseException | None = None
     async with trio.open_nursery() as nursery:
-        listeners: list[trio.SocketListener] = await nursery.start(
-            partial(trio.serve_tcp, server._handle, 0, host="127.0.0.1")
-        )
-        server.port = listeners[0].socket.getsockname()[1]
+        if ssl_context is None:
+            listeners: list[trio.SocketListener] = await nursery.start(
+                partial(trio.serve_tcp, server._handle, 0, host="127.0.0.1")
+            )
+            server.port = listeners[0].socket.getsockname()[1]
+        else:
+            tls_listeners: list[trio.SSLListener[trio.SocketStream]] = await nursery.start(
+                partial(trio.serve_ssl_over_tcp, server._handle, 0, ssl_context, host="127.0.0.1")
+            )
+            transport = tls_listeners[0].transport_listener
+            assert isinstance(transport, trio.SocketListener)
+            server.port = transport.socket.getsockname()[1]
         try:
             yield server
         except BaseException as exc:

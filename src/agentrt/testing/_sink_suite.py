@@ -192,7 +192,10 @@ async def check_sink(
                     sent.extend((s, batch.first_seq + j) for j in range(len(batch.events)))
                 if i % 16 == 0:
                     await trio.lowlevel.checkpoint()  # let the heartbeat run, as a real pump would
+            # Give the heartbeat a tick to measure the last stretch of work.
+            await trio.sleep(beat.interval * 2)
         await _close_twice(sink, close_timeout)
+        await trio.sleep(beat.interval * 2)
         nursery.cancel_scope.cancel()
     assert beat.max_gap <= max_block, (
         f"the sink held the trio thread for {beat.max_gap * 1000:.0f} ms at once (bound "

@@ -418,7 +418,8 @@ class Supervisor:
                 with trio.move_on_after(self.config.exit_grace):
                     await proc.wait()
                 status = await proc.stop()
-                await self._save_stderr(paths, proc)
+            # After the context: stderr has been drained to its end.
+            await self._save_stderr(paths, proc)
         except AgentrtError as exc:
             if live.proc is None:  # spawn_failed
                 message = f"FastAgent runtime could not be started. ({exc.detail})"

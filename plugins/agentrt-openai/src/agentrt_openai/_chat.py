@@ -63,9 +63,7 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            part["text"] for part in content if isinstance(part, Mapping) and isinstance(part.get("text"), str)
         )
     return ""
 
@@ -247,9 +245,7 @@ class ChatStream:
     def finish(self) -> list[ProviderChunk]:
         """At ``[DONE]`` or end of body: the closing chunks, or ``provider_stream_truncated``."""
         if not self.done and not self._finished:
-            raise AgentrtError(
-                "provider_stream_truncated", "the stream ended with neither a finish reason nor [DONE]"
-            )
+            raise AgentrtError("provider_stream_truncated", "the stream ended with neither a finish reason nor [DONE]")
         out: list[ProviderChunk] = []
         if self._tools:
             out.append(ToolCallsChunk(calls=self._tools.finish()))
@@ -286,9 +282,7 @@ def parse_completion(body: bytes) -> list[ProviderChunk]:
             text = _text_of(message.get("content"))
             if text:
                 if len(text.encode()) > MAX_TEXT_BYTES:
-                    raise AgentrtError(
-                        "provider_text_oversize", f"the reply text exceeds {MAX_TEXT_BYTES} bytes"
-                    )
+                    raise AgentrtError("provider_text_oversize", f"the reply text exceeds {MAX_TEXT_BYTES} bytes")
                 out.append(TextChunk(text=text))
             tools.merge(message.get("tool_calls"))
             function_call = message.get("function_call")

@@ -57,6 +57,17 @@ class _ConnectFailure(Exception):
         self.kind = kind
 
 
+def _is_tls_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):  # the ssl error sits a few links down the cause chain
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _jsonable(value: Any) -> Any:
     # Messages arrive as Mappings/Sequences of any kind; orjson serialises dicts and lists.
     if isinstance(value, Mapping):
@@ -122,7 +133,10 @@ class OpenAIProvider:
                 }
                 for tool in request.tools
             ]
-        return orjson.dumps(payload, default=_jsonable)
+        try:
+            return orjson.dumps(payload, default=_jsonable)
+        except orjson.JSONEncodeError as exc:
+            raise AgentrtError("provider_request_invalid", f"the request cannot be encoded as JSON: {exc}") from None
 
     def _headers(self, idempotency_key: str) -> dict[str, str]:
         headers = {
@@ -146,9 +160,7 @@ class OpenAIProvider:
             with trio.fail_at(deadline):
                 response = await self._open(http_request, deadline)
         except trio.TooSlowError:
-            raise AgentrtError(
-                "provider_timeout", f"no response within {self.config.timeout_s:g} s"
-            ) from None
+            raise AgentrtError("provider_timeout", f"no response within {self.config.timeout_s:g} s") from None
         try:
             content_type = response.headers.get("content-type", "").lower()
             body = response.aiter_bytes()
@@ -162,9 +174,7 @@ class OpenAIProvider:
                         break
                     total += len(chunk)
                     if total > MAX_BODY_BYTES:
-                        raise AgentrtError(
-                            "provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes"
-                        )
+                        raise AgentrtError("provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes")
                     for event in decoder.feed(chunk):
                         if event.event == "error":
                             raise AgentrtError("provider_returned_error", "the provider sent an error event")
@@ -181,9 +191,7 @@ class OpenAIProvider:
                 while (chunk := await self._receive(body, deadline)) is not None:
                     total += len(chunk)
                     if total > MAX_BODY_BYTES:
-                        raise AgentrtError(
-                            "provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes"
-                        )
+                        raise AgentrtError("provider_response_oversize", f"the response exceeds {MAX_BODY_BYTES} bytes")
                     parts.append(chunk)
                 for out in parse_completion(b"".join(parts)):
                     yield out
@@ -203,9 +211,7 @@ class OpenAIProvider:
                 "provider_timeout", f"the response did not finish within {self.config.timeout_s:g} s"
             ) from None
         except httpx.HTTPError as exc:
-            raise AgentrtError(
-                "provider_stream_interrupted", f"the response broke off: {type(exc).__name__}"
-            ) from None
+            raise AgentrtError("provider_stream_interrupted", f"the response broke off: {type(exc).__name__}") from None
 
     async def _open(self, http_request: httpx.Request, deadline: float) -> httpx.Response:
         """Send until a usable response arrives (status 2xx, body not yet read), with bounded retries."""
@@ -235,9 +241,7 @@ class OpenAIProvider:
         except _RetryableStatus as exc:
             raise AgentrtError(f"provider_http_{exc.status}", exc.detail) from None
         except _ConnectFailure as exc:
-            raise AgentrtError(
-                "provider_connection_failed", f"could not reach the provider ({exc.kind})"
-            ) from None
+            raise AgentrtError("provider_connection_failed", f"could not reach the provider ({exc.kind})") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, http_request: httpx.Request) -> httpx.Response:
@@ -246,6 +250,11 @@ class OpenAIProvider:
         except httpx.TimeoutException:
             raise trio.TooSlowError from None
         except httpx.TransportError as exc:
+            if _is_tls_failure(exc):
+                # A certificate problem will not go away by asking again.
+                raise AgentrtError(
+                    "provider_tls_failed", "the provider's TLS certificate could not be verified"
+                ) from None
             raise _ConnectFailure(type(exc).__name__) from None
         status = response.status_code
         if 200 <= status < 300:

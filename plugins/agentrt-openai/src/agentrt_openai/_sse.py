@@ -21,6 +21,7 @@ from typing import NamedTuple
 __all__ = ["SSEEvent", "SSEDecoder"]
 
 _BOM = b"\xef\xbb\xbf"
+_new = tuple.__new__
 
 
 class SSEEvent(NamedTuple):
@@ -60,6 +61,13 @@ class SSEDecoder:
         """Add ``chunk`` to the stream; return the events it completed, in order."""
         if not chunk:
             return []
+        if not self._buf and self._started and chunk[-2:] == b"\n\n" and not self._pending_cr and b"\r" not in chunk:
+            # The usual case for a paced stream: exactly whole events, nothing buffered;
+            # and most often exactly one single-line "data:" event.
+            if chunk.startswith(b"data: ") and chunk.find(b"\n", 6) == len(chunk) - 2:
+                data = chunk[6:-2].decode("utf-8", "replace")
+                return [_new(SSEEvent, (data, None, self.last_event_id, self.retry))]
+            return self._events(chunk[:-2].decode("utf-8", "replace"))
         if self._pending_cr:
             # A CR ended the previous chunk; a LF right after it belongs to the same line end.
             self._pending_cr = False
@@ -104,10 +112,8 @@ class SSEDecoder:
         for text in block.split("\n\n"):
             # Fast path: one "data: ..." line and nothing else (what every LLM server sends).
             if text.startswith("data: ") and "\n" not in text:
-                if self.last_event_id is None and self.retry is None:
-                    append(SSEEvent(text[6:]))
-                else:
-                    append(SSEEvent(text[6:], None, self.last_event_id, self.retry))
+                # tuple.__new__ directly: NamedTuple's generated __new__ costs a Python call per event.
+                append(_new(SSEEvent, (text[6:], None, self.last_event_id, self.retry)))
                 continue
             self._slow(text, append)
         return out

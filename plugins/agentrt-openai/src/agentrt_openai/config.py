@@ -138,9 +138,7 @@ def validate_token(raw: str | None) -> str | None:
 def _timeout_ms(raw: str | None) -> int:
     if raw is None or raw == "":
         return DEFAULT_TIMEOUT_MS
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not (
-        _MIN_TIMEOUT_MS <= int(raw) <= _MAX_TIMEOUT_MS
-    ):
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not (_MIN_TIMEOUT_MS <= int(raw) <= _MAX_TIMEOUT_MS):
         raise AgentrtError(
             "invalid_agentrt_timeout_ms",
             f"AGENTRT_TIMEOUT_MS must be an integer from {_MIN_TIMEOUT_MS} to {_MAX_TIMEOUT_MS}",

@@ -18,7 +18,7 @@ def _sink_factory(options: Mapping[str, Any]) -> SqliteSink:
     return make_sink(options)
 
 
-def _store(env: Any) -> SqliteStore:
+def _open_store(env: Any) -> SqliteStore:
     from ._location import database_path
     from ._store import SqliteStore
 
@@ -54,10 +54,10 @@ def agentrt_register_commands(cli: Any) -> None:
 @hookimpl
 def agentrt_thread_store(env: Any) -> SqliteStore:
     """Named threads with their native session ids, in the database."""
-    return _store(env)
+    return _open_store(env)
 
 
 @hookimpl
 def agentrt_bot_store(env: Any) -> SqliteStore:
     """Supervised bots' records, state history and timeline, in the database."""
-    return _store(env)
+    return _open_store(env)

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import orjson
 from agentrt_awp_jsonl.codec import (
     AwpHostCodec,
@@ -70,16 +71,56 @@ __all__ = [
 COMPAT_ARGS = ("--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose")
 
 _NO_EVENTS: tuple[Event, ...] = ()
+_UNSET = object()
+
+
+def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
+    """A TextDelta constructor for the hot path.
+
+    attrs' frozen ``__init__`` sets each slot through ``object.__setattr__``;
+    filling the slots through their descriptors halves the cost of the one
+    object built per delta line.  Used only when the class is exactly what it
+    relies on (slots ``raw``/``text``/``index``, no validator or converter) and
+    the result equals a normally built event; else the normal constructor.
+    """
+
+    def normal(text: str, index: int, raw: Any) -> TextDelta:
+        return TextDelta(text=text, index=index, raw=raw)
+
+    try:
+        fields = attrs.fields(TextDelta)
+        if [f.name for f in fields] != ["raw", "text", "index"] or any(
+            f.validator is not None or f.converter is not None for f in fields
+        ):
+            return normal
+        new = object.__new__
+        set_text = TextDelta.__dict__["text"].__set__
+        set_index = TextDelta.__dict__["index"].__set__
+        set_raw = Event.__dict__["raw"].__set__
+
+        def fast(text: str, index: int, raw: Any) -> TextDelta:
+            ev = new(TextDelta)
+            set_text(ev, text)
+            set_index(ev, index)
+            set_raw(ev, raw)
+            return ev
+
+        probe_raw: dict[str, Any] = {}
+        probe = fast("p", 3, probe_raw)
+        if probe == normal("p", 3, None) and probe.raw is probe_raw and repr(probe) == repr(normal("p", 3, None)):
+            return fast
+    except (AttributeError, KeyError, TypeError):
+        pass
+    return normal
+
+
+_text_delta = _text_delta_maker()
 _SUBTYPE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _SKIP_DETAIL = frozenset({"type", "subtype", "uuid", "session_id"})
 
 
 def _scalars(obj: Mapping[str, Any], skip: frozenset[str] = _SKIP_DETAIL) -> dict[str, Any]:
-    return {
-        k: v
-        for k, v in obj.items()
-        if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))
-    }
+    return {k: v for k, v in obj.items() if k not in skip and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
 def _str(value: Any) -> str | None:
@@ -108,8 +149,11 @@ class StreamJsonHostCodec(AwpHostCodec):
         super().__init__()
         self._message_id: Any = None
         # (kind, message id, block index) -> streamed pieces; (kind, message id) -> indices in order
-        self._streamed: dict[tuple[str, Any, int], list[str]] = {}
-        self._streamed_blocks: dict[tuple[str, Any], list[int]] = {}
+        # (kind, message id) -> {block index: streamed pieces}, blocks in stream order
+        self._streamed: dict[tuple[str, Any], dict[int, list[str]]] = {}
+        # the text blocks of the message being streamed, cached for the hot path
+        self._text_msg: Any = _UNSET
+        self._text_blocks: dict[int, list[str]] = {}
         # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
         self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
         self._tools_emitted: set[str] = set()
@@ -169,20 +213,11 @@ class StreamJsonHostCodec(AwpHostCodec):
         request = obj.get("request")
         request_id = obj.get("request_id")
         subtype = request.get("subtype") if isinstance(request, dict) else None
-        if (
-            isinstance(request, dict)
-            and isinstance(request_id, str)
-            and request_id
-            and isinstance(subtype, str)
-        ):
+        if isinstance(request, dict) and isinstance(request_id, str) and request_id and isinstance(subtype, str):
             # Every subtype surfaces: the CLI waits for an answer to each one,
             # so the conversation must answer (an error for what it does not do).
             return (ControlRequest(request_id=request_id, subtype=subtype, request=request, raw=obj),)
-        return (
-            Diagnostic(
-                code="unexpected_output_shape", detail="control_request without id or subtype", raw=obj
-            ),
-        )
+        return (Diagnostic(code="unexpected_output_shape", detail="control_request without id or subtype", raw=obj),)
 
     # -- system -------------------------------------------------------------
     def _system(self, obj: dict[str, Any]) -> Sequence[Event]:
@@ -227,7 +262,28 @@ class StreamJsonHostCodec(AwpHostCodec):
         ev = obj.get("event")
         if type(ev) is not dict:
             return (RawEvent(name="stream_event", raw=obj),)
+        # The hot path (most lines are text deltas), inlined: it has a budget of
+        # about a microsecond per line.
+        if ev.get("type") == "content_block_delta":
+            delta = ev.get("delta")
+            index = ev.get("index")
+            if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                if type(text) is str and text:
+                    msg = obj.get("api_message_id") or self._message_id
+                    blocks = self._text_blocks if msg == self._text_msg else self._text_message(msg)
+                    parts = blocks.get(index)
+                    if parts is None:
+                        blocks[index] = [text]
+                    else:
+                        parts.append(text)
+                    return (_text_delta(text, index, obj),)
         return self._raw_event(obj, ev)
+
+    def _text_message(self, msg: Any) -> dict[int, list[str]]:
+        blocks = self._streamed.setdefault(("text", msg), {})
+        self._text_msg, self._text_blocks = msg, blocks
+        return blocks
 
     def _raw_event(self, obj: dict[str, Any], ev: dict[str, Any]) -> Sequence[Event]:
         etype = ev.get("type")
@@ -291,9 +347,7 @@ class StreamJsonHostCodec(AwpHostCodec):
             return _NO_EVENTS
         if etype == "message_stop":
             return _NO_EVENTS
-        return (
-            RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),
-        )
+        return (RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),)
 
     def _msg(self, obj: dict[str, Any]) -> Any:
         # The capture's CLI names the message on every stream_event; older
@@ -301,12 +355,10 @@ class StreamJsonHostCodec(AwpHostCodec):
         return obj.get("api_message_id") or self._message_id
 
     def _record(self, kind: str, obj: dict[str, Any], index: int, text: str) -> None:
-        msg = self._msg(obj)
-        key = (kind, msg, index)
-        parts = self._streamed.get(key)
+        blocks = self._streamed.setdefault((kind, self._msg(obj)), {})
+        parts = blocks.get(index)
         if parts is None:
-            self._streamed[key] = [text]
-            self._streamed_blocks.setdefault((kind, msg), []).append(index)
+            blocks[index] = [text]
         else:
             parts.append(text)
 
@@ -330,9 +382,7 @@ class StreamJsonHostCodec(AwpHostCodec):
             tool_input = {}
         if tool_id:
             self._tools_emitted.add(tool_id)
-        events.append(
-            ToolUse(id=tool_id, name=name, input=tool_input, summary=tool_label(name, tool_input), raw=obj)
-        )
+        events.append(ToolUse(id=tool_id, name=name, input=tool_input, summary=tool_label(name, tool_input), raw=obj))
         return events
 
     # -- complete messages --------------------------------------------------
@@ -345,9 +395,7 @@ class StreamJsonHostCodec(AwpHostCodec):
         if isinstance(error, str):
             # A synthetic message standing for an API error: not the model's
             # reply, so not text; the result that follows fails the turn.
-            return (
-                Status(kind="api_error", label=error[:80], detail=_api_error_detail(obj, content), raw=obj),
-            )
+            return (Status(kind="api_error", label=error[:80], detail=_api_error_detail(obj, content), raw=obj),)
         msg = message.get("id")
         out: list[Event] = []
         if isinstance(content, str):
@@ -371,18 +419,17 @@ class StreamJsonHostCodec(AwpHostCodec):
                     self._tools_emitted.add(event.id)
                 out.append(event)
             else:
-                out.append(
-                    RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj)
-                )
+                out.append(RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj))
         return out if out else (RawEvent(name="assistant", raw=obj),)
 
     def _unstreamed(self, kind: str, msg: Any, position: int, text: str, obj: dict[str, Any]) -> list[Event]:
         cls = TextDelta if kind == "text" else ThinkingDelta
-        order = self._streamed_blocks.get((kind, msg))
-        if not order:
+        blocks = self._streamed.get((kind, msg))
+        if not blocks:
             return [cls(text=text, index=position, raw=obj)]
-        index = order.pop(0)
-        streamed = "".join(self._streamed.pop((kind, msg, index), ()))
+        # The complete block matches the first streamed block not yet matched.
+        index = next(iter(blocks))
+        streamed = "".join(blocks.pop(index))
         if text == streamed:
             return []
         if text.startswith(streamed):
@@ -398,7 +445,7 @@ class StreamJsonHostCodec(AwpHostCodec):
     def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
         # The turn is over: forget what was streamed in it.
         self._streamed.clear()
-        self._streamed_blocks.clear()
+        self._text_msg, self._text_blocks = _UNSET, {}
         self._tool_blocks.clear()
         self._tools_emitted.clear()
         self._message_id = None
@@ -575,29 +622,19 @@ class StreamJsonAgentCodec(AgentCodec):
             self._open = [kind, index, message_id, []]
             if self.partial:
                 out.append(
-                    self._stream(
-                        {"type": "message_start", "message": self._message(message_id, [])}, message_id
-                    )
+                    self._stream({"type": "message_start", "message": self._message(message_id, [])}, message_id)
                 )
-                start = (
-                    {"type": "text", "text": ""} if kind == "text" else {"type": "thinking", "thinking": ""}
-                )
+                start = {"type": "text", "text": ""} if kind == "text" else {"type": "thinking", "thinking": ""}
                 out.append(
-                    self._stream(
-                        {"type": "content_block_start", "index": index, "content_block": start}, message_id
-                    )
+                    self._stream({"type": "content_block_start", "index": index, "content_block": start}, message_id)
                 )
         assert self._open is not None
         self._open[3].append(text)
         if self.partial:
             delta = (
-                {"type": "text_delta", "text": text}
-                if kind == "text"
-                else {"type": "thinking_delta", "thinking": text}
+                {"type": "text_delta", "text": text} if kind == "text" else {"type": "thinking_delta", "thinking": text}
             )
-            out.append(
-                self._stream({"type": "content_block_delta", "index": index, "delta": delta}, self._open[2])
-            )
+            out.append(self._stream({"type": "content_block_delta", "index": index, "delta": delta}, self._open[2]))
 
     def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
         """Output objects for one event, as the Claude Code CLI prints them."""
@@ -620,9 +657,7 @@ class StreamJsonAgentCodec(AgentCodec):
         elif isinstance(event, ToolUse):
             message_id = "msg_" + uuid.uuid4().hex[:24]
             out.append(
-                self._envelope(
-                    {"type": "assistant", "message": self._message(message_id, [tool_use_block(event)])}
-                )
+                self._envelope({"type": "assistant", "message": self._message(message_id, [tool_use_block(event)])})
             )
         elif isinstance(event, ToolResult):
             out.append(

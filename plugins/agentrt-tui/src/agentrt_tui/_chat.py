@@ -1,0 +1,197 @@
+"""``agentrt chat``: an interactive loop over one live agent process.
+
+Input comes from prompt_toolkit (line editing and input history that behave
+the same in any terminal, tmux included; it runs in a worker thread and reads
+keys in raw mode, so Ctrl-C and Ctrl-D at the prompt are keys, not signals).
+During a turn the terminal is back in cooked mode and Ctrl-C is a SIGINT,
+which a trio signal receiver turns into ``conv.cancel_turn()``: the turn ends
+with ``turn_cancelled`` and the next prompt works.  Ctrl-D or ``/exit`` stop
+the agent cleanly.  When stdin is not a terminal, lines are read plainly.
+
+Every chat is recorded by the ``sqlite`` sink when that plugin is installed
+(``--no-log`` turns it off); ``--thread NAME`` additionally makes it a named
+thread whose native session is resumed next time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import click
+import trio
+
+from agentrt.errors import AgentrtError
+from agentrt.events import TurnCompleted, TurnFailed, Usage
+
+HELP = """commands:
+  /help    this text
+  /thread  the thread name, native session id and model
+  /usage   tokens used in this chat
+  /exit    end the chat (also Ctrl-D)
+Ctrl-C during a reply cancels that turn; the chat goes on."""
+
+
+def _fail(code: str, detail: str) -> None:
+    click.echo(f"agentrt: error: {code}: {detail}", err=True)
+    sys.exit(2)
+
+
+@click.command()
+@click.option("--thread", "thread_name", help="A named thread: resume its session, remember the new one.")
+@click.option("--protocol", help="Dialect to speak (overrides AWP_AGENT_CLI_PROTOCOL).")
+@click.option("--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
+@click.option("--no-log", is_flag=True, help="Do not record this chat in the database.")
+def chat(thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
+    """Talk with an agent, turn by turn, in the terminal."""
+    from agentrt import get_plugins
+
+    env = dict(os.environ)
+    plugins = get_plugins()
+    store = None
+    if thread_name is not None:
+        store = plugins.thread_store(env)
+        if store is None:
+            _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
+    try:
+        trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log)
+    except AgentrtError as exc:
+        _fail(exc.code, exc.detail)
+
+
+class _Input:
+    """Reads one prompt line in a worker thread: prompt_toolkit on a terminal, plain lines otherwise."""
+
+    def __init__(self) -> None:
+        self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        self._session: Any = None
+        if self.interactive:
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.history import InMemoryHistory
+
+            self._session = PromptSession(history=InMemoryHistory())
+
+    def _read(self) -> str:
+        if self._session is not None:
+            text: str = self._session.prompt("› ", handle_sigint=False)
+            return text
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    async def read(self) -> str:
+        """The next line; ``EOFError`` on Ctrl-D / end of input, ``KeyboardInterrupt`` on Ctrl-C."""
+        # Not abandonable: the thread owns the terminal until the user answers.
+        return await trio.to_thread.run_sync(self._read)
+
+
+async def _chat(
+    plugins: Any,
+    env: Mapping[str, str],
+    thread_name: str | None,
+    store: Any,
+    protocol: str | None,
+    model: str | None,
+    no_log: bool,
+) -> None:
+    from agentrt import LaunchSpec, open_conversation
+    from agentrt.threads import ThreadRecord
+
+    from ._sink import TuiSink
+
+    record = None
+    if store is not None and thread_name is not None:
+        check = getattr(store, "check_thread", None)
+        if check is not None:
+            record, diag = await check(thread_name)
+            if diag is not None:
+                click.secho(f"· {diag.code}: {diag.detail}", dim=True, err=True)
+        else:
+            record = await store.get_thread(thread_name)
+    if record is not None:
+        protocol = protocol or record.dialect or None
+        model = model or record.model
+    executable = None
+    if not env.get("AWP_AGENT_CLI_EXECUTABLE") and record is not None and record.executable:
+        executable = record.executable
+    launch = LaunchSpec.from_env(env, executable=executable, protocol=protocol, model=model)
+    resume = record.session_id if record is not None else None
+
+    tui = TuiSink(sys.stdout)
+    sinks: list[Any] = [tui]
+    factories = plugins.sinks()
+    if not no_log and "sqlite" in factories:
+        sinks.append(factories["sqlite"]({
+            "env": env, "thread": thread_name, "dialect": launch.protocol,
+            "executable": launch.executable, "model": launch.model,
+        }))
+    usage = Usage()
+    turns = 0
+    reader = _Input()
+    async with open_conversation(launch, plugins=plugins, resume=resume, sinks=sinks,
+                                 parent_env=env) as conv:
+        label = f"thread {thread_name}" if thread_name else "chat"
+        resumed = f", resuming {resume}" if resume else ""
+        click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
+                    dim=True)
+        with trio.open_signal_receiver(signal.SIGINT) as sigint:
+            while True:
+                try:
+                    text = await reader.read()
+                except KeyboardInterrupt:
+                    continue  # Ctrl-C at the prompt clears the line, as in a shell
+                except EOFError:
+                    break
+                text = text.strip()
+                if not text:
+                    continue
+                if text in ("/exit", "/quit"):
+                    break
+                if text == "/help":
+                    click.echo(HELP)
+                    continue
+                if text == "/thread":
+                    click.echo(f"thread: {thread_name or '-'}\nsession: {conv.session_id or '-'}\n"
+                               f"model: {conv.model or '-'}")
+                    continue
+                if text == "/usage":
+                    click.echo(f"turns: {turns}\ninput tokens: {usage.input_tokens or 0}\n"
+                               f"output tokens: {usage.output_tokens or 0}")
+                    continue
+                if text.startswith("/") and " " not in text:
+                    click.echo(f"unknown command {text}; /help lists them")
+                    continue
+                terminal = await _turn(conv, text, sigint)
+                turns += 1
+                if terminal.usage is not None:
+                    usage = usage + terminal.usage
+                # Let the UI finish drawing the turn before the next prompt.
+                with trio.move_on_after(5):
+                    await tui.wait_turns(turns)
+                if store is not None and thread_name is not None and conv.session_id:
+                    await store.save_thread(ThreadRecord(
+                        name=thread_name, dialect=launch.protocol, executable=launch.executable,
+                        model=conv.model, session_id=conv.session_id))
+        await conv.stop()
+
+
+async def _turn(conv: Any, text: str, sigint: Any) -> TurnCompleted | TurnFailed:
+    """Run one turn; a SIGINT while it runs cancels it."""
+    terminal: TurnCompleted | TurnFailed | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def on_sigint() -> None:
+            async for _ in sigint:
+                await conv.cancel_turn()
+
+        nursery.start_soon(on_sigint)
+        async for event in conv.send(text):
+            if isinstance(event, (TurnCompleted, TurnFailed)):
+                terminal = event
+        nursery.cancel_scope.cancel()
+    assert terminal is not None, "a turn stream ends with its terminal event"
+    return terminal

@@ -1,0 +1,48 @@
+"""``agentrt bridge``: speak one dialect on stdio while hosting a CLI in another."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": ["-h", "--help"]}
+)
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def bridge(argv: tuple[str, ...]) -> None:
+    """Be an agent CLI (``--to DIALECT``, default awp-jsonl) hosting the CLI the launch contract names.
+
+    \b
+    agentrt bridge --to awp-jsonl [--model M] [--resume ID] [-- AWP_AGENT_CLI_EXECUTABLE=/path ...]
+
+    Arguments after ``--`` of the form AWP_AGENT_*=VALUE override the launch
+    contract's variables for the hosted CLI.  Startup errors print one
+    ``result`` line with a stable code and exit 1.
+    """
+    import orjson
+    import trio
+
+    from ._bridge import parse_bridge_args, serve_bridge
+    from ._plugins import get_plugins
+    from .agent._io import open_stdio
+    from .errors import AgentrtError
+
+    async def main() -> int:
+        source, sink = open_stdio()
+        try:
+            args = parse_bridge_args(argv)
+            return await serve_bridge(args, dict(os.environ), get_plugins(), source, sink)
+        except AgentrtError as exc:
+            line = {"type": "result", "subtype": "startup_error", "is_error": True, "result": exc.code}
+            await sink.send_all(orjson.dumps(line) + b"\n")
+            if exc.detail:
+                print(f"agentrt bridge: {exc.code}: {exc.detail}", file=sys.stderr)
+            return 1
+        finally:
+            await source.aclose()
+            await sink.aclose()
+
+    sys.exit(trio.run(main))

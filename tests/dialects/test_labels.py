@@ -1,0 +1,68 @@
+"""Tool labels: the original AWP host's ``_toolStatusLabel`` table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentrt.labels import MAX_LABEL, strip_mcp_prefix, tool_label
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "label"),
+    [
+        ("Bash", {"command": "git status"}, "Running: git status"),
+        ("Bash", {"command": "  ls -la  \nrm -rf /tmp/x"}, "Running: ls -la"),
+        ("Bash", {"command": "x" * 40}, "Running: " + "x" * 40),
+        ("Bash", {"command": "y" * 41}, "Running: " + "y" * 40 + "..."),
+        ("Bash", {"command": "   "}, "Running command"),
+        ("Bash", {}, "Running command"),
+        ("Bash", None, "Running command"),
+        ("Bash", {"command": 12}, "Running command"),
+        ("vm_exec", {"cmd": "make test"}, "Running: make test"),
+        ("vm_exec_stream", {"command": "pytest -q"}, "Running: pytest -q"),
+        ("Write", {"file_path": "/home/u/project/src/app.py"}, "Writing app.py"),
+        ("vm_write_file", {"path": "C:\\work\\notes.txt"}, "Writing notes.txt"),
+        ("Read", {"file_path": "README.md"}, "Reading README.md"),
+        ("vm_read_file", {"path": "/etc/hosts"}, "Reading hosts"),
+        ("Edit", {"file_path": "/a/b/c.ts"}, "Editing c.ts"),
+        ("MultiEdit", {"file_path": "/a/b/d.ts"}, "Editing d.ts"),
+        ("Edit", {}, "Editing file"),
+        ("awp_save_artifact", {}, "Saving artifact"),
+        ("awp_open_file_in_tab", {"path": "/x"}, "Opening file"),
+        ("awp_notify_user", {"message": "hi"}, ""),
+        ("Grep", {"pattern": "x"}, "Searching code"),
+        ("Glob", {"pattern": "*.py"}, "Finding files"),
+        ("WebSearch", {"query": "q"}, "Retrieving information"),
+        ("WebFetch", {"url": "https://example.org"}, "Retrieving information"),
+        ("TodoWrite", {"todos": []}, "Updating task list"),
+        ("Task", {"prompt": "p"}, "Running subtask"),
+        ("awp_run_managed_task", {"argv": ["echo"]}, "Working"),
+        ("SomethingElse", {}, "Working"),
+        (None, {}, "Working"),
+        ("", {}, "Working"),
+        # MCP prefixes: server, then an optional namespace
+        ("mcp__ide__Bash", {"command": "echo 1"}, "Running: echo 1"),
+        ("mcp__awp-ide__tools__Read", {"file_path": "/x/y.md"}, "Reading y.md"),
+        ("mcp__srv__awp_notify_user", {}, ""),
+        ("mcp__srv__unknown_tool", {}, "Working"),
+    ],
+)
+def test_tool_label(name: Any, tool_input: Any, label: str) -> None:
+    assert tool_label(name, tool_input) == label
+
+
+def test_labels_are_bounded() -> None:
+    long_name = "a" * 500 + ".txt"
+    label = tool_label("Write", {"file_path": "/x/" + long_name})
+    assert len(label) == MAX_LABEL and label.endswith("...") and label.startswith("Writing aaa")
+    assert len(tool_label("Bash", {"command": "z" * 10_000})) <= MAX_LABEL
+
+
+def test_strip_mcp_prefix() -> None:
+    assert strip_mcp_prefix("mcp__server__tool") == "tool"
+    assert strip_mcp_prefix("mcp__server__ns__tool") == "tool"
+    assert strip_mcp_prefix("mcp__server__ns__deeper__tool") == "deeper__tool"  # at most two segments
+    assert strip_mcp_prefix("Bash") == "Bash"
+    assert strip_mcp_prefix("xmcp__a__b") == "xmcp__a__b"

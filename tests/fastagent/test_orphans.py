@@ -1,0 +1,118 @@
+"""A supervisor restart: recorded pids are checked against their start time before any signal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import trio
+
+from agentrt.bots import BotRecord
+from agentrt_fastagent._procinfo import process_start_time, terminate_orphan
+
+from .conftest import make_binary
+
+
+def spawn_orphan(binary: Path, bot: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [str(binary), "--channel", "weixin", "--output", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        env={"PATH": os.environ["PATH"], "IM_GATEWAY_AGENT_ID": bot}, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    # its second line ("running") means the signal handlers are installed
+    proc.stdout.readline()
+    proc.stdout.readline()
+    return proc
+
+
+async def test_orphan_with_matching_start_time_is_terminated(tmp_path: Path, sup_factory, store, recorder):
+    binary = make_binary(tmp_path / "bin", "restored_happy")
+    orphan = spawn_orphan(binary, "b1")
+    try:
+        started = process_start_time(orphan.pid)
+        await store.save_bot(BotRecord(bot_id="b1", desired_state="stopped", status="running",
+                                       pid=orphan.pid, process_started_at=started))  # fmt: skip
+        async with sup_factory(binary):
+            pass
+        assert orphan.wait(timeout=5) == 0  # it got SIGTERM and stopped cleanly
+        assert b'"stopped"' in orphan.stdout.read()
+    finally:
+        orphan.kill()
+        orphan.wait()
+        orphan.stdout.close()
+    rec = await store.get_bot("b1")
+    assert rec.status == "stopped" and rec.pid is None
+    (checked,) = [e for e in recorder.events("b1") if getattr(e, "kind", "") == "orphan_checked"]
+    assert checked.label == "terminated"
+
+
+async def test_reused_pid_is_never_signalled(tmp_path: Path, sup_factory, store, recorder):
+    binary = make_binary(tmp_path / "bin", "restored_happy")
+    orphan = spawn_orphan(binary, "b1")
+    try:
+        await store.save_bot(BotRecord(bot_id="b1", desired_state="stopped", status="running",
+                                       pid=orphan.pid, process_started_at="2001-01-01T00:00:00.00Z"))  # fmt: skip
+        async with sup_factory(binary):
+            pass
+        assert orphan.poll() is None  # still alive: not ours to kill
+    finally:
+        orphan.kill()
+        orphan.wait()
+        orphan.stdout.close()
+    (checked,) = [e for e in recorder.events("b1") if getattr(e, "kind", "") == "orphan_checked"]
+    assert checked.label == "mismatch"
+    assert (await store.get_bot("b1")).pid is None
+
+
+async def test_running_orphan_is_replaced_by_a_new_process(tmp_path: Path, sup_factory, store, recorder):
+    binary = make_binary(tmp_path / "bin", "restored_happy")
+    orphan = spawn_orphan(binary, "b1")
+    try:
+        await store.save_bot(BotRecord(bot_id="b1", desired_state="running", status="running",
+                                       pid=orphan.pid, process_started_at=process_start_time(orphan.pid),
+                                       restart_count=2))  # fmt: skip
+        async with sup_factory(binary) as sup:
+            await recorder.wait_state("b1", "running")
+            assert sup.live_pid("b1") not in (None, orphan.pid)
+            assert orphan.wait(timeout=5) == 0
+    finally:
+        orphan.kill()
+        orphan.wait()
+        orphan.stdout.close()
+    assert recorder.states("b1")[:2] == ["stopped", "starting"]
+
+
+def test_terminate_orphan_escalates_to_sigkill(tmp_path: Path) -> None:
+    binary = make_binary(tmp_path / "bin", "restored_happy", ignore_term=True)
+    orphan = spawn_orphan(binary, "b1")
+    try:
+        outcome = terminate_orphan(orphan.pid, process_start_time(orphan.pid), term_wait=0.3, poll=0.02)
+        assert outcome == "killed"
+        assert orphan.wait(timeout=5) == -9
+    finally:
+        orphan.kill()
+        orphan.wait()
+        orphan.stdout.close()
+
+
+def test_supervisor_lock_is_exclusive(tmp_path: Path) -> None:
+    from agentrt import AgentrtError
+    from agentrt_fastagent._store import MemoryBotStore
+    from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
+
+    from .conftest import resolver
+
+    async def main() -> None:
+        cfg = SupervisorConfig(instances_dir=tmp_path / "inst", binary=tmp_path / "x")
+        async with open_supervisor(MemoryBotStore(), config=cfg, resolve=resolver()):
+            try:
+                async with open_supervisor(MemoryBotStore(), config=cfg, resolve=resolver()):
+                    raise AssertionError("second supervisor must not start")
+            except AgentrtError as exc:
+                assert exc.code == "supervisor_already_running"
+            else:
+                raise AssertionError("no error")
+
+    trio.run(main)

@@ -1,0 +1,234 @@
+"""The worker: the runner's bounds, the start-up rules, leases, and results that survive outages."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from agentrt_managed_task._runner import run_command
+from agentrt_managed_task._server import ControlPlaneSettings, serve_control_plane
+from agentrt_managed_task._worker import WorkerSettings, resolve_allowlist
+
+from agentrt import AgentrtError
+
+API_KEY = "mt-test-key-0123456789abcdef"
+PY = os.path.realpath(sys.executable)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+async def test_runner_merges_stderr_and_reports_the_exit_code(tmp_path: Path) -> None:
+    code = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True); sys.exit(4)"
+    outcome = await run_command([PY, "-c", code], cwd=str(tmp_path), env={}, time_limit=20, max_output=1 << 20)
+    assert outcome.stdout == "out\nerr\n" and outcome.exit_code == 4
+    assert not outcome.timed_out and not outcome.truncated
+
+
+async def test_runner_caps_output_but_keeps_reading(tmp_path: Path) -> None:
+    code = "import sys; sys.stdout.write('y' * 5_000_000); print('done')"
+    outcome = await run_command([PY, "-c", code], cwd=str(tmp_path), env={}, time_limit=20, max_output=1000)
+    assert outcome.truncated and outcome.stdout == "y" * 1000 and outcome.exit_code == 0
+
+
+async def test_runner_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild"
+    code = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "g = subprocess.Popen([sys.executable, '-c',\n"
+        "    'import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with trio.fail_after(15):
+        outcome = await run_command([PY, "-c", code], cwd=str(tmp_path), env={}, time_limit=1.5, max_output=4096)
+    assert outcome.timed_out and outcome.stdout == "ready\n" and outcome.exit_code == -9
+    grandchild = int(pidfile.read_text())
+    with trio.fail_after(5):  # SIGKILL is asynchronous: wait for the kernel to finish it
+        while alive(grandchild):
+            await trio.sleep(0.02)
+
+
+async def test_runner_cancellation_kills_the_child(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    code = (
+        f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); print('go', flush=True); time.sleep(60)"
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: run_command([PY, "-c", code], cwd=str(tmp_path), env={}, time_limit=60, max_output=4096)
+        )
+        with trio.fail_after(10):
+            while not pidfile.exists() or not pidfile.read_text():
+                await trio.sleep(0.02)
+        nursery.cancel_scope.cancel()
+    pid = int(pidfile.read_text())
+    with trio.fail_after(5):
+        while alive(pid):
+            await trio.sleep(0.02)
+
+
+def test_worker_requires_opt_in_allowlist_and_key(tmp_path: Path) -> None:
+    env = {"AGENTRT_TRUSTED_TASK_EXECUTION_OPT_IN": "1", "AWP_CONTROL_PLANE_API_KEY": API_KEY}
+    base = {"control_plane": "http://127.0.0.1:8100", "work_dir": str(tmp_path)}
+
+    def code(env: dict[str, str], allow: list[str], **extra: Any) -> str:
+        with pytest.raises(AgentrtError) as info:
+            WorkerSettings.from_env(env, allow=allow, **{**base, **extra})
+        assert API_KEY not in str(info.value)
+        return info.value.code
+
+    assert (
+        code({**env, "AGENTRT_TRUSTED_TASK_EXECUTION_OPT_IN": "yes"}, ["echo"])
+        == "trusted_task_execution_requires_opt_in"
+    )
+    assert code(env, []) == "worker_allowlist_empty"
+    assert code(env, ["/bin/echo"]) == "invalid_allowed_command"
+    assert code(env, ["-rf"]) == "invalid_allowed_command"
+    assert code(env, ["no-such-command-anywhere"]) == "worker_command_not_found"
+    assert code({**env, "AWP_CONTROL_PLANE_API_KEY": ""}, ["echo"]) == "control_plane_api_key_missing"
+    assert code({**env, "AWP_CONTROL_PLANE_API_KEY": "short"}, ["echo"]) == "invalid_control_plane_token"
+    assert code(env, ["echo"], control_plane="http://example.com") == "remote_control_plane_requires_https"
+    assert code(env, ["echo"], trusted_path="relative/bin") == "invalid_trusted_path"
+    settings = WorkerSettings.from_env(env, allow=["echo"], **base)
+    assert settings.allowed == {
+        "echo": os.path.abspath(__import__("shutil").which("echo", path="/usr/local/bin:/usr/bin:/bin"))
+    }
+    assert API_KEY not in repr(settings)
+
+
+def test_allowlist_resolves_against_the_trusted_path_only(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "mytool").write_text("#!/bin/sh\n")
+    (fake / "mytool").chmod(0o755)
+    assert resolve_allowlist(["mytool"], str(fake)) == {"mytool": str(fake / "mytool")}
+    with pytest.raises(AgentrtError):
+        resolve_allowlist(["mytool"], "/usr/bin:/bin")
+
+
+async def test_commands_run_with_a_minimal_env_in_a_private_dir(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any
+) -> None:
+    url = await control_plane(store)
+    settings = worker_settings(url)
+    await run_worker(settings)
+    code = "import json, os; print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))"
+    row, _ = await store.submit("command", {"argv": ["python3", "-c", code]}, None)
+    done = await wait_terminal(store, row.id)
+    assert done.status == "success", done
+    seen = __import__("json").loads(done.result["output"]["stdout"])
+    env, cwd = seen["env"], seen["cwd"]
+    assert set(env) <= {
+        "HOME",
+        "PATH",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TZ",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+    }
+    assert env["HOME"] == cwd and cwd.startswith(os.path.join(settings.work_dir, "tasks", row.id + "--"))
+    assert env["PATH"] == settings.trusted_path and env["TMPDIR"].startswith(cwd)
+    assert API_KEY not in done.result["output"]["stdout"]
+    assert not os.path.exists(cwd)  # the run dir is removed afterwards
+
+
+async def wait_terminal(store: Any, task_id: str, limit: float = 15) -> Any:
+    with trio.fail_after(limit):
+        while (row := await store.get(task_id)).status not in ("success", "failed"):
+            await trio.sleep(0.02)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"argv": ["rm", "-rf", "/"]}, "command is not allowlisted"),
+        ({"argv": ["echo"] * 129}, "invalid argv"),
+        ({"argv": ["echo", "x" * 8193]}, "invalid argv"),
+        ({"argv": ["echo", "a\0"]}, "invalid argv"),
+        ({"argv": "echo"}, "invalid argv"),
+    ],
+)
+async def test_refused_commands_fail_without_running(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any, payload: Any, message: str
+) -> None:
+    url = await control_plane(store)
+    await run_worker(worker_settings(url))
+    row, _ = await store.submit("command", payload, None)
+    done = await wait_terminal(store, row.id)
+    assert done.status == "failed" and done.error == message and done.result["output"]["exit_code"] == -1
+
+
+async def test_leases_are_renewed_while_a_long_task_runs(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any
+) -> None:
+    url = await control_plane(store, lease_seconds=0.4)
+    await run_worker(worker_settings(url))
+    row, _ = await store.submit(
+        "command", {"argv": ["python3", "-c", "import time; time.sleep(1.6); print('ok')"]}, None
+    )
+    done = await wait_terminal(store, row.id)
+    assert done.status == "success" and done.retry_count == 0 and done.result["output"]["stdout"] == "ok\n"
+
+
+async def test_result_survives_an_outage_and_a_worker_restart(
+    backend: str, make_store: Any, nursery: trio.Nursery, worker_settings: Any, run_worker: Any, tmp_path: Path
+) -> None:
+    store = await make_store(backend)
+    settings = ControlPlaneSettings(api_key=API_KEY, lease_seconds=30)
+    down = trio.Event()
+    url = await nursery.start(
+        lambda task_status: serve_control_plane(store, settings, port=0, shutdown=down, task_status=task_status)
+    )
+    port = int(url.rsplit(":", 1)[1])
+    gate = tmp_path / "gate"
+    code = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)\nprint('finished')"
+    row, _ = await store.submit("command", {"argv": ["python3", "-c", code]}, None)
+    wsettings = worker_settings(url, replay_interval=3600)  # only the restart replays
+    _first, stop_worker = await run_worker(wsettings)
+    with trio.fail_after(10):
+        while (await store.get(row.id)).status != "running":
+            await trio.sleep(0.02)
+    down.set()  # the control plane goes away while the command runs
+    with trio.fail_after(10):
+        while True:
+            try:
+                await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                break
+            await trio.sleep(0.02)
+    gate.write_text("go")
+    outbox = Path(wsettings.work_dir) / "outbox"
+    with trio.fail_after(15):
+        while not [p for p in outbox.iterdir() if p.suffix == ".json"]:
+            await trio.sleep(0.02)
+    stop_worker.set()
+    assert (await store.get(row.id)).status == "running"  # nothing delivered yet
+    # The control plane comes back on the same address; a restarted worker replays its outbox.
+    await nursery.start(
+        lambda task_status: serve_control_plane(
+            store, settings, port=port, shutdown=trio.Event(), task_status=task_status
+        )
+    )
+    restarted, _ = await run_worker(worker_settings(url, work_dir=wsettings.work_dir))
+    done = await wait_terminal(store, row.id)
+    assert done.status == "success" and done.result["output"]["stdout"] == "finished\n"
+    assert restarted.completed == 1
+    assert not [p for p in outbox.iterdir() if p.suffix == ".json"]

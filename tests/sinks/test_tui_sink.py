@@ -1,0 +1,117 @@
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentrt_tui._sink import TuiSink, make_sink
+
+from agentrt.events import (
+    Diagnostic,
+    EventBatch,
+    ProcessExited,
+    Status,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    Usage,
+)
+from agentrt.testing import check_sink
+
+TURN = [
+    [TurnStarted(turn=1, prompt="hi")],
+    [TextDelta(text="# Title\n\nSome **bold** "), TextDelta(text="text.\x1b[2J\x07\r")],
+    [ToolUse(id="t", name="Bash", input={"command": "git status --short\nrm -rf /"})],
+    [Status(kind="rate_limit", label="retrying in 3 s")],
+    [ToolResult(tool_use_id="t", content="ok")],
+    [Diagnostic(code="malformed_output", detail="1 line was not JSON")],
+    [TurnCompleted(usage=Usage(input_tokens=12, output_tokens=2))],
+]
+
+
+async def _feed(sink: TuiSink, groups: list[list], mono0: float = 100.0) -> None:
+    seq = 0
+    for i, events in enumerate(groups):
+        await sink.handle(EventBatch(source="c", first_seq=seq, mono=mono0 + i * 0.25, wall=0.0,
+                                     events=tuple(events)))
+        seq += len(events)
+    await sink.aclose()
+
+
+async def test_plain_output_to_a_file_has_no_escape_codes(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    with path.open("w") as f:
+        sink = TuiSink(f)
+        assert sink.terminal is False  # a file is not a terminal
+        await _feed(sink, TURN)
+    out = path.read_text()
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert out == (
+        "# Title\n\nSome **bold** text.\n"
+        "[Running: git status --short]\n"
+        "[rate limit: retrying in 3 s]\n"
+        "· malformed_output: 1 line was not JSON\n"
+        "(12 in · 2 out · 1.5 s)\n"
+    )
+
+
+async def test_failures_in_plain_words_with_their_code() -> None:
+    buf = io.StringIO()
+    await _feed(TuiSink(buf), [[TurnStarted(turn=1, prompt="x")], [TextDelta(text="partial")],
+                               [TurnFailed(code="turn_cancelled", message="")],
+                               [ProcessExited(returncode=3, requested=False)]])
+    assert buf.getvalue() == (
+        "partial\nerror: the turn was cancelled [turn_cancelled]\n(0.5 s)\n"
+        "error: the agent exited unexpectedly (code 3)\n"
+    )
+
+
+async def test_rich_view_streams_then_renders_markdown() -> None:
+    buf = io.StringIO()
+    sink = TuiSink(buf, terminal=True, width=80)
+    await _feed(sink, TURN)
+    out = buf.getvalue()
+    assert "\x1b[" in out  # a terminal gets styling
+    assert "\x1b[2J" not in out and "\x07" not in out  # but never the agent's own escapes
+    final = out.rsplit("Some", 1)[1]
+    assert "**" not in final.split("text.")[0]  # the final render is Markdown, not raw
+    assert "Title" in out and "[2J" not in out
+    assert "12 in · 2 out · 1.5 s" in out
+    assert "rm -rf" not in out  # only the command's first line is shown
+
+
+async def test_tui_conforms() -> None:
+    await check_sink(lambda: TuiSink(io.StringIO()))
+    await check_sink(lambda: TuiSink(io.StringIO(), terminal=True, width=100))
+
+
+async def test_rich_status_line_follows_tools_and_rate_limits() -> None:
+    sink = TuiSink(io.StringIO(), terminal=True, width=80)
+    seen = []
+    for i, events in enumerate(TURN[:5]):
+        await sink.handle(EventBatch(source="c", first_seq=i, mono=float(i), wall=0.0, events=tuple(events)))
+        seen.append(sink.view.status)
+    await sink.aclose()
+    assert seen == ["", "", "Running: git status --short", "rate limit: retrying in 3 s", ""]
+
+
+def test_escape_sequences_are_removed_whole() -> None:
+    from agentrt_tui._view import clean
+
+    assert clean("a\x1b[31mred\x1b[0m b\x1b]0;title\x07c\x1b]8;;http://x\x1b\\d\x9b2Je\x00f\tg\nh") == (
+        "ared bcd2Jef\tg\nh"
+    )
+
+
+def test_factory_and_policy() -> None:
+    sink = make_sink({"file": io.StringIO()})
+    assert sink.policy == "coalesce" and sink.buffer_size >= 1 and not sink.terminal
+
+
+def test_importing_the_plugin_does_not_import_rich() -> None:
+    code = "import sys, agentrt_tui; assert 'rich' not in sys.modules, 'rich imported'"
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=30)
