@@ -8,7 +8,7 @@ Every wait is bounded; a CLI that hangs fails the clause it hangs in.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -43,7 +43,7 @@ CLAUSES: tuple[tuple[str, str], ...] = (
 
 class _Recorder:
     name = "check-recorder"
-    policy = "block"
+    policy: Literal["block", "coalesce"] = "block"
     buffer_size = 256
 
     def __init__(self) -> None:
@@ -84,7 +84,7 @@ async def run_check(
     """Run the scripted conversation; return one :class:`Clause` per entry of :data:`CLAUSES`."""
     from ._conversation import open_conversation
     from ._launch import is_valid_session_id
-    from .events import ProcessExited, SessionStarted, TurnCompleted, TurnFailed, TurnStarted
+    from .events import ProcessExited, TurnCompleted, TurnFailed, TurnStarted
 
     results: dict[str, tuple[bool, str]] = {}
     rec = _Recorder()
@@ -130,7 +130,6 @@ async def run_check(
         exit_event = next((ev for ev in reversed(rec.events) if isinstance(ev, ProcessExited)), None)
         shutdown_ok, shutdown_detail = exited_cleanly(exit_event)
 
-    inits = [ev for ev in rec.events if isinstance(ev, SessionStarted)]
     if session_id is not None and not started_before_input:
         results["init_after_first_input"] = (True, f"session {session_id}")
     elif started_before_input:

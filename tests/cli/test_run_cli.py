@@ -115,8 +115,9 @@ def test_check_passes_the_real_claude_capture_over_stream_json(tmp_path: Path) -
     assert report["ok"], report
 
 
-def _bridge_env(tape: str, extra: str = "") -> dict[str, str]:
-    args = ["bridge", "--to", "awp-jsonl", "--", f"AWP_AGENT_CLI_EXECUTABLE={tape}", "AWP_AGENT_CLI_PROTOCOL=stream-json"]
+def _bridge_env(tape: str) -> dict[str, str]:
+    args = ["bridge", "--to", "awp-jsonl", "--", f"AWP_AGENT_CLI_EXECUTABLE={tape}"]
+    args.append("AWP_AGENT_CLI_PROTOCOL=stream-json")
     return {"AWP_AGENT_CLI_EXECUTABLE": AGENTRT, "AWP_AGENT_CLI_ARGS_JSON": json.dumps(args)}
 
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 import trio
-
-from agentrt import AgentrtError
 from agentrt_fastagent._launch import (
     SAFE_INHERITED_ENV,
     LlmProfile,
@@ -23,6 +21,8 @@ from agentrt_fastagent._launch import (
     instance_paths,
     resolve_binary,
 )
+
+from agentrt import AgentrtError
 
 from .conftest import PROFILE, make_binary, resolver
 
