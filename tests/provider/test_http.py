@@ -344,3 +344,41 @@ async def test_unencodable_request_is_a_clear_error(run: Any, kit: Any) -> None:
     with pytest.raises(AgentrtError) as info:
         await run([ok()], req)
     assert info.value.code == "provider_request_invalid"
+
+
+async def test_token_never_logged(run: Any, kit: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    busy = ReplayResponse(status=503, headers=[("retry-after-ms", "5"), ("content-length", "0")])
+    await run([busy, ok()])
+    with pytest.raises(AgentrtError):
+        await run([ReplayResponse(status=401, headers=[("content-length", "0")])])
+    assert caplog.records, "httpx and stamina log at least the requests and the retry"
+    for record in caplog.records:
+        assert kit.TOKEN not in record.getMessage()
+        assert kit.TOKEN not in repr(record.__dict__)
+
+
+async def test_concurrent_streams_share_one_provider(kit: Any) -> None:
+    def answer(request: ReplayRequest) -> ReplayResponse:
+        word = request.json["messages"][0]["content"]
+        body = (
+            b'data: {"choices":[{"delta":{"content":"' + word.encode() + b'"},"finish_reason":"stop"}]}\n\n'
+            b"data: [DONE]\n\n"
+        )
+        return ReplayResponse.sse([body[:20], body[20:]], chunk_delay=0.02)
+
+    results: dict[str, list[Any]] = {}
+    async with serve_replay(answer) as server:
+        provider = OpenAIProvider(kit.config(server.url))
+
+        async def one(word: str) -> None:
+            results[word] = await kit.collect(provider, kit.request(messages=[{"role": "user", "content": word}]))
+
+        async with trio.open_nursery() as nursery:
+            for word in ("alpha", "beta", "gamma"):
+                nursery.start_soon(one, word)
+        await provider.aclose()
+    assert {w: r[0] for w, r in results.items()} == {w: TextChunk(text=w) for w in ("alpha", "beta", "gamma")}
+    assert len({r.header("idempotency-key") for r in server.requests}) == 3
