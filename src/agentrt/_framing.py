@@ -112,7 +112,7 @@ class JsonlReader:
         # chunk is exactly one complete line (orjson skips the trailing "\n").
         if not self._parts:
             last = len(chunk) - 1
-            if 0 < last <= MAX_LINE_BYTES and chunk.find(b"\n") == last:
+            if 0 < last <= MAX_LINE_BYTES and chunk.find(10) == last:
                 try:
                     return [_loads(chunk)]
                 except _JSONDecodeError:
@@ -122,7 +122,7 @@ class JsonlReader:
     def _feed(self, chunk: bytes) -> list[Any]:
         if self._failed:
             raise OutputOversize()
-        first_nl = chunk.find(b"\n")
+        first_nl = chunk.find(10)  # an int needle takes the single-byte path
         if first_nl < 0:
             if chunk:
                 self._pending += len(chunk)

@@ -162,7 +162,7 @@ async def run_agent(
     async def drain() -> None:
         assert proc.stderr is not None
         while chunk := await proc.stderr.receive_some(65536):
-            stderr += chunk
+            stderr.extend(chunk)
 
     try:
         async with trio.open_nursery() as nursery:

@@ -11,6 +11,7 @@ import pytest
 import trio
 from reference_agent_helpers import agent_env, run_agent, run_once, text_round, user_line
 
+from agentrt.agent._serve import DOCUMENT_FALLBACK
 from agentrt.testing import ReplayResponse, serve_replay
 
 STARTUP = {"type": "result", "subtype": "startup_error", "is_error": True}
@@ -145,6 +146,8 @@ async def test_bad_input_lines_are_per_turn_errors(tmp: Path) -> None:
 
 
 async def test_image_and_document_blocks(tmp: Path) -> None:
+    # The fallback text is the original reference agent's, word for word.
+    assert DOCUMENT_FALLBACK == "[A document attachment was supplied but this reference adapter does not decode PDFs.]"
     content = [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}},
         {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0"}},
@@ -156,7 +159,7 @@ async def test_image_and_document_blocks(tmp: Path) -> None:
     assert lines[-1]["result"] == "a picture"
     assert sent == {"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
-        {"type": "text", "text": "[A document attachment was supplied but this reference adapter does not decode PDFs.]"},
+        {"type": "text", "text": DOCUMENT_FALLBACK},
         {"type": "text", "text": "what is this?"},
     ]}
 

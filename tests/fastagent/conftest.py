@@ -114,9 +114,7 @@ def sup_factory(tmp_path: Path, store: MemoryBotStore, recorder: Recorder):
             parent_env=env,
             **kw,
         )
-        async with open_supervisor(
-            store, config=cfg, resolve=resolve, sinks=[recorder, TimelineSink(store)]
-        ) as sup:
+        async with open_supervisor(store, config=cfg, resolve=resolve, sinks=[recorder, TimelineSink(store)]) as sup:
             yield sup
 
     return factory

@@ -175,9 +175,7 @@ def test_stale_lock_is_broken(tmp_path: Path, content: str) -> None:
     assert not (data / LOCK_NAME).exists()
 
 
-async def test_sync_runs_before_start_and_failure_does_not_block(
-    tmp_path: Path, sup_factory, store, recorder
-) -> None:
+async def test_sync_runs_before_start_and_failure_does_not_block(tmp_path: Path, sup_factory, store, recorder) -> None:
     bad = bundle(tmp_path / "bad", "1", {"alpha": "a"}, manifest={"version": 1})
     async with sup_factory(make_binary(tmp_path / "bin", "restored_happy"), skills_bundle=bad) as sup:
         await sup.add_bot("b1")

@@ -30,9 +30,7 @@ class FastAgentHostCodec(HostCodec):
 
     def encode_turn(self, turn: Turn) -> bytes:
         """FastAgent takes no turns on stdin: always ``unsupported_content_block``."""
-        raise AgentrtError(
-            "unsupported_content_block", "the fastagent dialect has no stdin turns (stdin is closed)"
-        )
+        raise AgentrtError("unsupported_content_block", "the fastagent dialect has no stdin turns (stdin is closed)")
 
     def decode(self, obj: Any) -> Sequence[Event]:
         """One Lifecycle event, or a ``fastagent_invalid_line`` diagnostic."""

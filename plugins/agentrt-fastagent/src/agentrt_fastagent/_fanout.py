@@ -52,8 +52,7 @@ class Fanout:
                     except Exception as exc:  # a broken sink must not stop the bots
                         att.failed = True
                         print(
-                            f"agentrt: sink {att.sink.name!r} failed and was detached: "
-                            f"{type(exc).__name__}: {exc}",
+                            f"agentrt: sink {att.sink.name!r} failed and was detached: {type(exc).__name__}: {exc}",
                             file=sys.stderr,
                         )
         finally:

@@ -74,9 +74,7 @@ class LlmProfile:
         """Raise ``llm_profile_invalid`` when key, model or provider is blank."""
         blank = [n for n in ("api_key", "model", "provider") if not str(getattr(self, n) or "").strip()]
         if blank:
-            raise AgentrtError(
-                "llm_profile_invalid", f"LLM profile {self.name!r} has blank {', '.join(blank)}"
-            )
+            raise AgentrtError("llm_profile_invalid", f"LLM profile {self.name!r} has blank {', '.join(blank)}")
 
 
 @attrs.frozen(kw_only=True)

@@ -255,9 +255,7 @@ def sync_managed_skills(data_dir: Path, bundle_dir: Path | None = None) -> SyncR
         return SyncResult(status="error", error_code="SYNC_FAILED", error=f"data dir: {exc.strerror}")
     lock = data_dir / LOCK_NAME
     if not _acquire_lock(lock):
-        return SyncResult(
-            status="busy", error_code="SYNC_IN_PROGRESS", error="another managed-skills sync is running"
-        )
+        return SyncResult(status="busy", error_code="SYNC_IN_PROGRESS", error="another managed-skills sync is running")
     try:
         return _sync_locked(data_dir, bundle)
     finally:

@@ -67,15 +67,13 @@ class MemoryBotStore:
         self._bots.pop(bot_id, None)
         self._timeline.pop(bot_id, None)
 
-    async def timeline(
-        self, bot_id: str, *, offset: int = 0, limit: int = 100
-    ) -> Sequence[Mapping[str, Any]]:
+    async def timeline(self, bot_id: str, *, offset: int = 0, limit: int = 100) -> Sequence[Mapping[str, Any]]:
         """The bot's applied lifecycle events, oldest first, paged."""
         return list(self._timeline.get(bot_id, [])[offset : offset + limit])
 
-    async def append_timeline(self, bot_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
-        """Append timeline entries of one bot."""
-        self._timeline.setdefault(bot_id, []).extend(dict(e) for e in entries)
+    async def append_timeline(self, bot_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one applied lifecycle event ``{type, message, payload}`` to the bot's timeline."""
+        self._timeline.setdefault(bot_id, []).append(dict(entry))
 
 
 class JsonFileBotStore:
@@ -159,10 +157,10 @@ class JsonFileBotStore:
             return []
         return out
 
-    def _append(self, bot_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    def _append(self, bot_id: str, entry: Mapping[str, Any]) -> None:
         self._tl_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self._tl_dir / f"{check_bot_id(bot_id)}.jsonl"
-        payload = "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries)
+        payload = json.dumps({**entry, "at": time.time()}, sort_keys=True, default=str) + "\n"
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(payload)
 
@@ -182,15 +180,13 @@ class JsonFileBotStore:
         """Forget a bot and its timeline."""
         await trio.to_thread.run_sync(self._delete, bot_id)
 
-    async def timeline(
-        self, bot_id: str, *, offset: int = 0, limit: int = 100
-    ) -> Sequence[Mapping[str, Any]]:
+    async def timeline(self, bot_id: str, *, offset: int = 0, limit: int = 100) -> Sequence[Mapping[str, Any]]:
         """The bot's applied lifecycle events, oldest first, paged."""
         return await trio.to_thread.run_sync(self._timeline, bot_id, offset, limit)
 
-    async def append_timeline(self, bot_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
-        """Append timeline entries of one bot."""
-        await trio.to_thread.run_sync(self._append, bot_id, entries)
+    async def append_timeline(self, bot_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one applied lifecycle event ``{type, message, payload}`` to the bot's timeline."""
+        await trio.to_thread.run_sync(self._append, bot_id, entry)
 
 
 def timeline_entry(event: Lifecycle) -> dict[str, Any]:
@@ -226,8 +222,8 @@ class TimelineSink:
                 entries.append(timeline_entry(ev))
             elif self._states and isinstance(ev, StateChanged):
                 entries.append(to_json(ev))
-        if entries:
-            await self._store.append_timeline(batch.source, entries)
+        for entry in entries:
+            await self._store.append_timeline(batch.source, entry)
 
     async def aclose(self) -> None:
         """Nothing to release."""

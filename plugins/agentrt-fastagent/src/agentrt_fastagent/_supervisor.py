@@ -301,9 +301,7 @@ class Supervisor:
     async def _recover_orphan(self, rec: BotRecord) -> None:
         assert rec.pid is not None
         outcome = await trio.to_thread.run_sync(
-            lambda: terminate_orphan(
-                rec.pid or 0, rec.process_started_at, term_wait=self.config.orphan_term_wait
-            )
+            lambda: terminate_orphan(rec.pid or 0, rec.process_started_at, term_wait=self.config.orphan_term_wait)
         )
         await self._emit(
             rec.bot_id,
@@ -347,9 +345,7 @@ class Supervisor:
             if spec is None or paths is None:
                 return
             if self.config.sync_skills:
-                result = await trio.to_thread.run_sync(
-                    sync_managed_skills, paths.data, self.config.skills_bundle
-                )
+                result = await trio.to_thread.run_sync(sync_managed_skills, paths.data, self.config.skills_bundle)
                 await self._emit(bot_id, [_sync_status(result)])
             if live.stop_requested or self._closing:
                 await self._update(bot_id, _mark_stopped)
@@ -396,9 +392,7 @@ class Supervisor:
         )  # fmt: skip
         await self._emit(bot_id, [Diagnostic(code=code.lower(), detail=message)])
 
-    async def _run_process(
-        self, live: _Live, spec: ProcessSpec, paths: InstancePaths
-    ) -> ProcessExited | None:
+    async def _run_process(self, live: _Live, spec: ProcessSpec, paths: InstancePaths) -> ProcessExited | None:
         bot_id = live.bot_id
         try:
             async with open_process(spec) as proc:
@@ -468,9 +462,7 @@ class Supervisor:
         live.fatal = True
         await self._update(
             live.bot_id,
-            lambda r: attrs.evolve(
-                r, last_error_code="RUNTIME_ERROR", last_error_message=INVALID_OUTPUT_MESSAGE
-            ),
+            lambda r: attrs.evolve(r, last_error_code="RUNTIME_ERROR", last_error_message=INVALID_OUTPUT_MESSAGE),
         )
         await self._emit(live.bot_id, [Diagnostic(code="fastagent_invalid_output", detail=why)])
         if live.proc is not None:
@@ -513,9 +505,7 @@ class Supervisor:
         def change(r: BotRecord) -> BotRecord:
             k = ev.kind
             if k == "process_started":
-                return attrs.evolve(
-                    r, status="starting", pid=ev.pid, process_started_at=started_at or ev.timestamp
-                )
+                return attrs.evolve(r, status="starting", pid=ev.pid, process_started_at=started_at or ev.timestamp)
             if k == "qr_code":
                 url = normalize_qr_url(data.get("qrCodeUrl"))
                 if url is None:
@@ -715,7 +705,5 @@ def _take_lock(config: SupervisorConfig) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise AgentrtError(
-            "supervisor_already_running", f"another supervisor manages {config.instances_dir}"
-        ) from None
+        raise AgentrtError("supervisor_already_running", f"another supervisor manages {config.instances_dir}") from None
     return fd

@@ -51,12 +51,8 @@ def _ready(kind: str, **fields: Any) -> None:
 
 @click.command("control-plane")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Numeric loopback address to bind.")
-@click.option(
-    "--port", default=8100, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port."
-)
-@click.option(
-    "--database", type=click.Path(dir_okay=False), help="SQLite file (default var/agentrt-control-plane.db)."
-)
+@click.option("--port", default=8100, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option("--database", type=click.Path(dir_okay=False), help="SQLite file (default var/agentrt-control-plane.db).")
 @click.option("--redis", "redis_url", help="Use Redis storage at this URL instead of SQLite.")
 @click.option("--redis-prefix", default="agentrt:cp:", show_default=True, help="Key prefix in Redis.")
 @click.option("--api-key-file", type=click.Path(dir_okay=False), help="Read the bearer key from this file.")
@@ -112,12 +108,8 @@ def control_plane(
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Run dirs and the result outbox.")
 @click.option("--trusted-path", default=None, help="PATH used to resolve --allow and given to commands.")
 @click.option("--poll-interval", default=2.0, show_default=True, type=click.FloatRange(0.01, 60))
-@click.option(
-    "--timeout", "timeout_seconds", default=3600.0, show_default=True, type=click.FloatRange(0.1, 86400)
-)
-@click.option(
-    "--max-output-bytes", default=1024 * 1024, show_default=True, type=click.IntRange(1, 1024 * 1024)
-)
+@click.option("--timeout", "timeout_seconds", default=3600.0, show_default=True, type=click.FloatRange(0.1, 86400))
+@click.option("--max-output-bytes", default=1024 * 1024, show_default=True, type=click.IntRange(1, 1024 * 1024))
 @click.option("--agent-id", default=None, help="Worker id (default host-pid-random).")
 @click.option("--retry-attempts", default=5, show_default=True, type=click.IntRange(1, 100))
 @click.option("--retry-initial", default=1.0, show_default=True, type=click.FloatRange(0.001, 60))
@@ -151,9 +143,7 @@ def worker(
         from ._worker import Worker
 
         async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: Worker(settings).run(shutdown=shutdown, task_status=task_status)
-            )
+            await nursery.start(lambda task_status: Worker(settings).run(shutdown=shutdown, task_status=task_status))
             _ready("worker_ready", agent_id=settings.agent_id)
 
     _run(main)

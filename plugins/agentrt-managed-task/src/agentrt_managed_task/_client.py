@@ -76,9 +76,7 @@ class ControlPlaneClient:
                     connected=True,
                 ) from exc
         assert scope.cancelled_caught
-        raise TransportFailure(
-            "control_plane_timeout", "the control plane did not answer in time", connected=True
-        )
+        raise TransportFailure("control_plane_timeout", "the control plane did not answer in time", connected=True)
 
     async def _read(self, response: httpx.Response) -> dict[str, Any]:
         status = response.status_code
@@ -93,18 +91,12 @@ class ControlPlaneClient:
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > MAX_RESPONSE_BYTES:
-                raise AgentrtError(
-                    "control_plane_response_oversize", "the control-plane response exceeds 2 MiB"
-                )
+                raise AgentrtError("control_plane_response_oversize", "the control-plane response exceeds 2 MiB")
             chunks.append(chunk)
         try:
             value = json.loads(b"".join(chunks))
         except ValueError as exc:
-            raise AgentrtError(
-                "invalid_control_plane_response", "the control-plane response is not JSON"
-            ) from exc
+            raise AgentrtError("invalid_control_plane_response", "the control-plane response is not JSON") from exc
         if not isinstance(value, dict):
-            raise AgentrtError(
-                "invalid_control_plane_response", "the control-plane response is not an object"
-            )
+            raise AgentrtError("invalid_control_plane_response", "the control-plane response is not an object")
         return value

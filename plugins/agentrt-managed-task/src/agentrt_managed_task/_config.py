@@ -48,9 +48,7 @@ def validate_control_plane_url(raw: str, *, remote_opt_in: bool) -> str:
     scheme = parts.scheme.lower()
     if is_loopback_host(host):
         if scheme not in ("http", "https"):
-            raise AgentrtError(
-                "invalid_control_plane_protocol", "a loopback control plane must use http or https"
-            )
+            raise AgentrtError("invalid_control_plane_protocol", "a loopback control plane must use http or https")
     else:
         if scheme != "https":
             raise AgentrtError("remote_control_plane_requires_https", "a remote control plane must use https")

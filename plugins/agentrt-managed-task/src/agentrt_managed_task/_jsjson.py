@@ -62,11 +62,7 @@ def js_slice(value: str, limit: int) -> str:
 def task_digest_input(argv: Sequence[str], timeout_seconds: int | float) -> str:
     """``JSON.stringify({argv, timeout_seconds})``: compact, keys in that order."""
     return (
-        '{"argv":['
-        + ",".join(js_string(a) for a in argv)
-        + '],"timeout_seconds":'
-        + js_number(timeout_seconds)
-        + "}"
+        '{"argv":[' + ",".join(js_string(a) for a in argv) + '],"timeout_seconds":' + js_number(timeout_seconds) + "}"
     )
 
 

@@ -179,9 +179,7 @@ class RedisCore:
                 raise StoreConflict(reason) from None
             raise
 
-    def submit(
-        self, task_type: str, payload: Any, idempotency_key: str | None, now: float
-    ) -> tuple[TaskRow, bool]:
+    def submit(self, task_type: str, payload: Any, idempotency_key: str | None, now: float) -> tuple[TaskRow, bool]:
         """See :class:`StoreCore`."""
         created, flat = self._call(
             self._submit,

@@ -58,9 +58,7 @@ class ControlPlaneSettings:
             except ValueError:
                 value = math.nan
             if not math.isfinite(value) or not low <= value <= high:
-                raise AgentrtError(
-                    "invalid_control_plane_setting", f"{name} must be a number in {low}..{high}"
-                )
+                raise AgentrtError("invalid_control_plane_setting", f"{name} must be a number in {low}..{high}")
             return value
 
         return cls(
@@ -83,17 +81,13 @@ def load_api_key(env: Mapping[str, str], key_file: str | None = None) -> str | N
             with open(path, encoding="utf-8") as handle:  # startup, before the event loop serves
                 key = handle.read().strip()
         except OSError as exc:
-            raise AgentrtError(
-                "control_plane_api_key_unreadable", f"cannot read the key file {path!r}"
-            ) from exc
+            raise AgentrtError("control_plane_api_key_unreadable", f"cannot read the key file {path!r}") from exc
     else:
         key = env.get(KEY_VAR, "").strip()
     if not key:
         return None
     if len(key.encode()) < 16 or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in key):
-        raise AgentrtError(
-            "weak_control_plane_api_key", "the control-plane key must be at least 16 visible bytes"
-        )
+        raise AgentrtError("weak_control_plane_api_key", "the control-plane key must be at least 16 visible bytes")
     return key
 
 
@@ -316,9 +310,7 @@ async def open_store(
     try:
         sqlite_core = await trio.to_thread.run_sync(make_sqlite)
     except Exception as exc:
-        raise AgentrtError(
-            "control_plane_storage_unavailable", f"cannot open {path!r} ({type(exc).__name__})"
-        ) from exc
+        raise AgentrtError("control_plane_storage_unavailable", f"cannot open {path!r} ({type(exc).__name__})") from exc
     return ThreadedStore(sqlite_core, concurrency=1)
 
 

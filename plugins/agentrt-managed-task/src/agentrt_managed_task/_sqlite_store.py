@@ -88,9 +88,7 @@ class SqliteCore:
         found = db.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
         return None if found is None else row_from_mapping(dict(found))
 
-    def submit(
-        self, task_type: str, payload: Any, idempotency_key: str | None, now: float
-    ) -> tuple[TaskRow, bool]:
+    def submit(self, task_type: str, payload: Any, idempotency_key: str | None, now: float) -> tuple[TaskRow, bool]:
         """See :class:`StoreCore`."""
         with self._write() as db:
             if idempotency_key is not None:

@@ -100,9 +100,7 @@ class StoreCore(Protocol):
     processes share one clock source: the storage's callers.
     """
 
-    def submit(
-        self, task_type: str, payload: Any, idempotency_key: str | None, now: float
-    ) -> tuple[TaskRow, bool]:
+    def submit(self, task_type: str, payload: Any, idempotency_key: str | None, now: float) -> tuple[TaskRow, bool]:
         """Store a pending task, or return the row already stored under that key (``created=False``)."""
         ...
 
@@ -187,9 +185,7 @@ class ThreadedStore:
         self, agent_id: str, slots: int, lease_seconds: float, max_retries: int, stale_seconds: float
     ) -> list[TaskRow]:
         """See :meth:`StoreCore.claim`."""
-        return await self._run(
-            self.core.claim, agent_id, slots, time.time(), lease_seconds, max_retries, stale_seconds
-        )
+        return await self._run(self.core.claim, agent_id, slots, time.time(), lease_seconds, max_retries, stale_seconds)
 
     async def renew(self, task_id: str, attempt_id: str, lease_seconds: float) -> TaskRow:
         """See :meth:`StoreCore.renew`."""

@@ -56,9 +56,7 @@ def validate_arguments(arguments: Mapping[str, Any]) -> tuple[list[str], int | f
     if (
         not isinstance(argv, list)
         or not 1 <= len(argv) <= MAX_ARGV_ITEMS
-        or not all(
-            isinstance(a, str) and a and js_length(a) <= MAX_ARG_LENGTH and "\0" not in a for a in argv
-        )
+        or not all(isinstance(a, str) and a and js_length(a) <= MAX_ARG_LENGTH and "\0" not in a for a in argv)
         or not _EXECUTABLE.match(argv[0])
     ):
         raise AgentrtError(
@@ -101,9 +99,7 @@ def _check_row(row: Mapping[str, Any], expected_id: str | None = None) -> str:
     if not isinstance(task_id, str) or not _UUID.match(task_id) or (expected_id and task_id != expected_id):
         raise AgentrtError("invalid_control_plane_task_id", "the control plane returned an invalid task id")
     if row.get("status") not in STATUSES:
-        raise AgentrtError(
-            "invalid_control_plane_task_status", "the control plane returned an unknown status"
-        )
+        raise AgentrtError("invalid_control_plane_task_status", "the control plane returned an unknown status")
     return task_id
 
 
@@ -145,9 +141,7 @@ class ManagedTaskTool:
                     _check_row(row, task_id)
                     if row["status"] in TERMINAL:
                         break
-                    await trio.sleep(
-                        min(self._config.poll_interval, max(0.0, deadline - trio.current_time()))
-                    )
+                    await trio.sleep(min(self._config.poll_interval, max(0.0, deadline - trio.current_time())))
                 else:
                     return {
                         "task_id": task_id,

@@ -71,9 +71,7 @@ class WorkerSettings:
     trusted_path: str = DEFAULT_TRUSTED_PATH
     work_dir: str
     slots: int = 2
-    agent_id: str = attrs.field(
-        factory=lambda: f"{socket.gethostname()[:64]}-{os.getpid()}-{secrets.token_hex(4)}"
-    )
+    agent_id: str = attrs.field(factory=lambda: f"{socket.gethostname()[:64]}-{os.getpid()}-{secrets.token_hex(4)}")
     poll_interval: float = 2.0
     timeout_seconds: float = 3600.0
     max_output_bytes: int = MAX_OUTPUT_CAP
@@ -219,9 +217,7 @@ class Worker:
                 await trio.sleep(self.settings.retry_max)
                 continue
             except _Refused as exc:
-                raise AgentrtError(
-                    "worker_registration_refused", f"the control plane answered {exc.status}"
-                ) from exc
+                raise AgentrtError("worker_registration_refused", f"the control plane answered {exc.status}") from exc
             lease = answer.get("lease_seconds") if isinstance(answer, dict) else None
             if isinstance(lease, int | float) and lease > 0:
                 self._lease_seconds = float(lease)
@@ -276,9 +272,7 @@ class Worker:
                     while True:
                         await trio.sleep(self._lease_seconds / 3)
                         try:
-                            await self._call(
-                                "POST", f"/v1/agent/tasks/{task_id}/heartbeat", {"attempt_id": attempt}
-                            )
+                            await self._call("POST", f"/v1/agent/tasks/{task_id}/heartbeat", {"attempt_id": attempt})
                         except _Refused:
                             # Another attempt owns the task now: stop ours rather than run it twice.
                             lease_lost = True
@@ -355,17 +349,31 @@ class Worker:
     # -- results -----------------------------------------------------------------
     async def _deliver(self, task_id: str, attempt: str, result: dict[str, Any]) -> None:
         path = self._outbox / f"{task_id}--{attempt}.json"
-        await _write_atomic(path, json.dumps({"task_id": task_id, "body": result}, separators=(",", ":")))
-        with trio.CancelScope(shield=True):  # a result in flight finishes (bounded) even on shutdown
-            with trio.move_on_after(self.settings.request_timeout * 2):
-                try:
-                    await self._call_retrying("POST", f"/v1/agent/tasks/{task_id}/result", result)
-                except _Retryable:
-                    return  # stays in the outbox; the replay loop sends it later
-                except _Refused as exc:
-                    log.warning("task %s: result refused (%s)", task_id, exc.status)
-                await trio.Path(path).unlink(missing_ok=True)
+        # Shielded and bounded: a result in flight is not dropped because the worker is stopping.
+        with trio.CancelScope(shield=True), trio.move_on_after(self.settings.request_timeout * 3):
+            try:
+                await self._call("POST", f"/v1/agent/tasks/{task_id}/result", result)
+            except _Retryable:
+                pass
+            except _Refused as exc:
+                log.warning("task %s: result refused (%s)", task_id, exc.status)
                 self.completed += 1
+                return
+            else:
+                self.completed += 1
+                return
+            # The control plane is unreachable: persist the result first (a worker restart replays
+            # it), then keep trying with backoff.  A worker crash before this point is covered by
+            # the lease: the task is retried elsewhere.
+            await _write_atomic(path, json.dumps({"task_id": task_id, "body": result}, separators=(",", ":")))
+            try:
+                await self._call_retrying("POST", f"/v1/agent/tasks/{task_id}/result", result)
+            except _Retryable:
+                return  # stays in the outbox; the replay loop sends it later
+            except _Refused as exc:
+                log.warning("task %s: result refused (%s)", task_id, exc.status)
+            await trio.Path(path).unlink(missing_ok=True)
+            self.completed += 1
 
     async def _replay_loop(self) -> None:
         while True:

@@ -161,9 +161,9 @@ class OpenAIProvider:
                 response = await self._open(http_request, deadline)
         except trio.TooSlowError:
             raise AgentrtError("provider_timeout", f"no response within {self.config.timeout_s:g} s") from None
+        body = response.aiter_bytes()
         try:
             content_type = response.headers.get("content-type", "").lower()
-            body = response.aiter_bytes()
             if "text/event-stream" in content_type:
                 decoder = SSEDecoder()
                 chat = ChatStream()
@@ -197,6 +197,10 @@ class OpenAIProvider:
                     yield out
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
+                # Finalise httpx's body iterator here, not later from the garbage collector.
+                close_body = getattr(body, "aclose", None)
+                if close_body is not None:
+                    await close_body()
                 await response.aclose()
 
     async def _receive(self, body: AsyncIterator[bytes], deadline: float) -> bytes | None:

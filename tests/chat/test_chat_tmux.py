@@ -1,0 +1,156 @@
+"""``agentrt chat`` in a real terminal: tmux drives it, capture-pane reads the screen."""
+
+import os
+import re
+import shutil
+import sqlite3
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+AGENTRT = str(Path(sys.executable).with_name("agentrt"))
+SLOW_AGENT = Path(__file__).with_name("slow_agent.py")
+POLL = 0.05
+
+
+def _tmux_path() -> str:
+    path = shutil.which("tmux")
+    if path is None:
+        pytest.fail("tmux is required for the chat tests (apt-get install tmux); it was not found on PATH")
+    return path
+
+
+class Tmux:
+    """One private tmux server (its own socket), torn down by the test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.exe = _tmux_path()
+        self.socket = f"agentrt-test-{uuid.uuid4().hex[:8]}"
+        self.conf = tmp / "tmux.conf"
+        self.conf.write_text("set -g remain-on-exit on\nset -g history-limit 5000\n")
+
+    async def run(self, *args: str) -> str:
+        done = await trio.run_process([self.exe, "-L", self.socket, "-f", str(self.conf), *args],
+                                      capture_stdout=True, capture_stderr=True)
+        return done.stdout.decode()
+
+    async def start(self, name: str, argv: list[str]) -> None:
+        # Several arguments: tmux executes them directly, no shell involved.
+        await self.run("-u", "new-session", "-d", "-x", "120", "-y", "40", "-s", name, *argv)
+
+    async def screen(self, name: str) -> str:
+        return await self.run("capture-pane", "-p", "-J", "-S", "-", "-t", name)
+
+    async def keys(self, name: str, *keys: str) -> None:
+        await self.run("send-keys", "-t", name, *keys)
+
+    async def wait_for(self, name: str, test: Callable[[str], bool], what: str, timeout: float = 20) -> str:
+        screen = ""
+        with trio.move_on_after(timeout):
+            while True:
+                screen = await self.screen(name)
+                if test(screen):
+                    return screen
+                await trio.sleep(POLL)
+        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
+
+    async def wait_text(self, name: str, text: str, timeout: float = 20) -> str:
+        return await self.wait_for(name, lambda s: text in s, repr(text), timeout)
+
+    async def pane(self, name: str, fmt: str) -> str:
+        return (await self.run("display-message", "-p", "-t", name, fmt)).strip()
+
+    async def wait_exit(self, name: str, timeout: float = 20) -> str:
+        """``status/signal`` of the pane's process once tmux has reaped it."""
+        # tmux marks the pane dead at EOF on the pty and fills the status when it reaps.
+        with trio.fail_after(timeout):
+            while True:
+                got = await self.pane(name, "#{pane_dead}:#{pane_dead_status}/#{pane_dead_signal}")
+                if got.startswith("1:") and got != "1:/":
+                    return got[2:]
+                await trio.sleep(POLL)
+
+    async def kill(self) -> None:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await self.run("kill-server")
+
+
+def _agent_script(tmp: Path) -> str:
+    path = tmp / "slow-agent"
+    path.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(SLOW_AGENT)!r}, run_name='__main__')\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _argv(tmp: Path, agent: str, *args: str) -> list[str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "TERM": "screen",
+        "AWP_AGENT_CLI_EXECUTABLE": agent,
+        "AWP_AGENT_CLI_PROTOCOL": "awp-jsonl",
+        "AWP_AGENT_DEFAULT_MODEL": "slow-model",
+        "AGENTRT_DATABASE_URL": f"sqlite://{tmp}/chat.db",
+        "AGENTRT_LOAD_PLUGINS": "awp-jsonl,sqlite,tui",
+    }
+    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), AGENTRT, "chat", *args]
+
+
+async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    agent = _agent_script(tmp_path)
+    try:
+        await tmux.start("one", _argv(tmp_path, agent, "--thread", "work"))
+        await tmux.wait_text("one", "/help for commands")
+
+        await tmux.keys("one", "hello there", "Enter")
+        screen = await tmux.wait_text("one", "7 in · 3 out")
+        assert "reply to: hello there" in screen
+        assert "**hello there**" not in screen  # rendered as Markdown once complete
+        assert "\x1b" not in screen
+
+        # Ctrl-C mid-reply cancels the turn, not the chat.
+        await tmux.keys("one", "slow please", "Enter")
+        await tmux.wait_text("one", "tick 3 ")
+        await tmux.keys("one", "C-c")
+        await tmux.wait_text("one", "the turn was cancelled [turn_cancelled]")
+        assert await tmux.pane("one", "#{pane_dead}") == "0"
+
+        # The next prompt works: a fresh process, resumed with the native session id.
+        await tmux.keys("one", "after", "Enter")
+        screen = await tmux.wait_for("one", lambda s: re.search(r"reply to: after \(resumed from slow-", s)
+                                     is not None, "the reply after the cancel")
+        session = re.search(r"resumed from (slow-[0-9a-f]+)", screen).group(1)
+
+        await tmux.keys("one", "/usage", "Enter")
+        await tmux.wait_text("one", "turns: 3")
+        # Input history: Up recalls the previous line.
+        await tmux.keys("one", "Up")
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("› /usage"), "the recalled /usage")
+        await tmux.keys("one", "C-u", "/thread", "Enter")
+        await tmux.wait_text("one", f"session: {session}")
+
+        # Ctrl-D ends the chat cleanly.
+        await tmux.keys("one", "C-d")
+        assert await tmux.wait_exit("one") == "0/"
+
+        db = sqlite3.connect(tmp_path / "chat.db")
+        assert db.execute("SELECT session_id FROM threads WHERE name = 'work'").fetchone() == (session,)
+        outcomes = db.execute("SELECT outcome, code FROM turns ORDER BY id").fetchall()
+        db.close()
+        assert outcomes == [("completed", None), ("failed", "turn_cancelled"), ("completed", None)]
+
+        # A new chat on the same thread resumes the stored native session.
+        await tmux.start("two", _argv(tmp_path, agent, "--thread", "work"))
+        await tmux.wait_text("two", f"resuming {session}")
+        await tmux.keys("two", "again", "Enter")
+        await tmux.wait_text("two", f"reply to: again (resumed from {session})")
+        await tmux.keys("two", "/exit", "Enter")
+        assert await tmux.wait_exit("two") == "0/"
+    finally:
+        await tmux.kill()
