@@ -269,12 +269,14 @@ async def serve(
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         try:
             agent = await _start(argv, env, plugins)
-        except AgentrtError as exc:
-            await sink.send_all(startup_error_line(public_code(exc, "agent_startup_failed")))
-            return 1
         except Exception as exc:
-            _log(f"startup failed: {type(exc).__name__}")
-            await sink.send_all(startup_error_line("agent_startup_failed"))
+            if not isinstance(exc, AgentrtError):
+                _log(f"startup failed: {type(exc).__name__}")
+            code = public_code(exc, "agent_startup_failed")
+            try:
+                await sink.send_all(startup_error_line(code))
+            except trio.BrokenResourceError:
+                _log(f"startup failed: {code}")
             return 1
         printer = _Printer(agent.codec, sink, agent.session.session_id)
         try:

@@ -160,8 +160,10 @@ def load_config(env: Mapping[str, str] | None = None) -> BotsConfig:
     if store not in ("auto", "json", "plugin"):
         raise _bad(path, 'supervisor.store must be "auto", "json" or "plugin"')
     backoff = sup.get("backoff", [5, 15, 30])
-    if not isinstance(backoff, list) or not backoff or not all(
-        isinstance(b, int | float) and not isinstance(b, bool) and b >= 0 for b in backoff
+    if (
+        not isinstance(backoff, list)
+        or not backoff
+        or not all(isinstance(b, int | float) and not isinstance(b, bool) and b >= 0 for b in backoff)
     ):
         raise _bad(path, "supervisor.backoff must be a non-empty list of non-negative seconds")
 

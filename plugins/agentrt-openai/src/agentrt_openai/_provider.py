@@ -36,7 +36,9 @@ from .config import OpenAIConfig
 __all__ = ["OpenAIProvider", "MAX_BODY_BYTES"]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
-_ERROR_BODY_BYTES = 16 * 1024  # read this much of an error body, to find a safe error code in it
+_ERROR_BODY_BYTES = 16 * 1024
+_DRAIN_BYTES = 64 * 1024  # what may follow [DONE] before we stop caring
+_DRAIN_SECONDS = 1.0  # read this much of an error body, to find a safe error code in it
 
 
 class _RetryableStatus(Exception):
@@ -182,6 +184,8 @@ class OpenAIProvider:
                             yield out
                         if chat.done:
                             break
+                if chat.done:
+                    await self._drain(body, deadline)
                 for out in chat.finish():
                     yield out
             else:
@@ -202,6 +206,22 @@ class OpenAIProvider:
                 if close_body is not None:
                     await close_body()
                 await response.aclose()
+
+    async def _drain(self, body: AsyncIterator[bytes], deadline: float) -> None:
+        """After ``[DONE]``: read what little is left so the body ends cleanly (bounded; errors ignored).
+
+        Servers end the body right after ``[DONE]``; reading that end lets httpx finish
+        its own iterators and keep the connection, instead of abandoning them mid-way.
+        """
+        left = _DRAIN_BYTES
+        with trio.move_on_at(min(deadline, trio.current_time() + _DRAIN_SECONDS)):
+            try:
+                async for chunk in body:
+                    left -= len(chunk)
+                    if left < 0:
+                        return
+            except httpx.HTTPError:
+                return
 
     async def _receive(self, body: AsyncIterator[bytes], deadline: float) -> bytes | None:
         """The next body chunk, ``None`` at the end; the request's deadline applies."""
