@@ -47,16 +47,22 @@ _HAS_PIDFD = sys.platform == "linux" and hasattr(os, "pidfd_open")
 
 @attrs.frozen(kw_only=True)
 class ProcessSpec:
-    """What to spawn: argv (``argv[0]`` absolute, never a shell), the complete env, cwd."""
+    """What to spawn: argv (``argv[0]`` absolute, never a shell), the complete env, cwd.
+
+    ``stdin=False`` gives the child ``/dev/null``.  On stop, ``shutdown_line`` is
+    written first (where the dialect has one); ``shutdown_grace`` and
+    ``term_grace`` bound the waits before SIGTERM and SIGKILL.  Over
+    ``stderr_limit`` bytes of stderr, only the last half is kept.
+    """
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: str | None = None
     stdin: bool = True
     shutdown_line: bytes | None = None
-    shutdown_grace: float = 0.5
-    term_grace: float = 3.0
-    stderr_limit: int = 256 * 1024
+    shutdown_grace: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
+    term_grace: float = attrs.field(default=3.0, validator=attrs.validators.ge(0))
+    stderr_limit: int = attrs.field(default=256 * 1024, validator=attrs.validators.ge(2))
 
 
 @attrs.frozen(kw_only=True)

@@ -154,9 +154,25 @@ async def test_sigterm_after_shutdown_grace() -> None:
     assert status.signal == signal.SIGTERM and status.kind == "requested"
 
 
+# Ignores SIGTERM, the shutdown line and EOF; says "ready" once SIGTERM is ignored,
+# so that a test never races the child's start-up.
+IGNORE_TERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+async def wait_ready(proc: AgentProcess) -> None:
+    with trio.fail_after(10):
+        assert await proc.receive_some() == b"ready\n"
+
+
 async def test_child_ignoring_sigterm_is_killed_within_the_bound() -> None:
-    spec = fixture("hang", shutdown_line=SHUTDOWN, shutdown_grace=0.05, term_grace=0.2)
+    spec = py(IGNORE_TERM, shutdown_line=SHUTDOWN, shutdown_grace=0.05, term_grace=0.2)
     async with open_process(spec) as proc:
+        await wait_ready(proc)
         # Both graces plus the kill take well under this bound.
         with trio.fail_after(5):
             status = await proc.stop()
@@ -165,10 +181,22 @@ async def test_child_ignoring_sigterm_is_killed_within_the_bound() -> None:
     assert_reaped(proc.pid)
 
 
+async def test_hang_fixture_is_ended_by_a_requested_stop() -> None:
+    spec = fixture("hang", shutdown_line=SHUTDOWN, shutdown_grace=0.05, term_grace=0.1)
+    async with open_process(spec) as proc:
+        await proc.send(USER_LINE)
+        with trio.fail_after(5):
+            status = await proc.stop()
+    # SIGTERM if it arrived before the fixture could ignore it, else SIGKILL.
+    assert status.signal in (signal.SIGTERM, signal.SIGKILL)
+    assert status.kind == "requested"
+
+
 async def test_stop_is_idempotent_and_concurrent_callers_share_it() -> None:
-    spec = fixture("hang", shutdown_grace=0.05, term_grace=0.1)
+    spec = py(IGNORE_TERM, shutdown_grace=0.05, term_grace=0.1)
     results: list[ExitStatus] = []
     async with open_process(spec) as proc:
+        await wait_ready(proc)
 
         async def stopper() -> None:
             results.append(await proc.stop())
@@ -184,8 +212,9 @@ async def test_stop_is_idempotent_and_concurrent_callers_share_it() -> None:
 
 
 async def test_stop_survives_the_callers_cancellation() -> None:
-    spec = fixture("hang", shutdown_grace=0.05, term_grace=0.1)
+    spec = py(IGNORE_TERM, shutdown_grace=0.05, term_grace=0.1)
     async with open_process(spec) as proc:
+        await wait_ready(proc)
         with trio.CancelScope() as scope:
             scope.cancel()
             status = await proc.stop()  # shielded: runs to the end anyway
@@ -237,9 +266,9 @@ async def test_agentrt_error_from_body_keeps_its_code() -> None:
 GRANDCHILD = (
     "import signal, subprocess, sys, time\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "g = subprocess.Popen([sys.executable, '-S', '-c', "
-    "'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)'])\n"
-    "print(g.pid, flush=True)\n"
+    "subprocess.Popen([sys.executable, '-S', '-c', "
+    "'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    'print("ready", flush=True); time.sleep(120)\'])\n'
     "{leader}\n"
 )
 
@@ -247,24 +276,22 @@ GRANDCHILD = (
 async def test_sigkill_reaches_grandchildren_of_a_hung_leader() -> None:
     spec = py(GRANDCHILD.format(leader="time.sleep(120)"), shutdown_grace=0.05, term_grace=0.1)
     async with open_process(spec) as proc:
-        with trio.fail_after(10):
-            first = await proc.receive_some()
-        assert first.strip().isdigit()
+        await wait_ready(proc)  # printed by the grandchild: both now ignore SIGTERM
         status = await proc.stop()
         assert status.signal == signal.SIGKILL
-        # The grandchild held stdout too: EOF proves it is gone.
+        # The grandchild holds stdout too: EOF proves it is gone.
         assert await read_to_eof(proc, limit=5) == b""
 
 
 async def test_leftover_grandchild_of_an_exited_leader_is_killed_on_stop() -> None:
     spec = py(GRANDCHILD.format(leader="sys.exit(0)"))
     async with open_process(spec) as proc:
+        await wait_ready(proc)
         with trio.fail_after(10):
             await proc.wait()
         status = await proc.stop()
         assert status.kind == "exited"  # it had already exited by itself
-        data = await read_to_eof(proc, limit=5)
-        assert data.strip().isdigit()
+        assert await read_to_eof(proc, limit=5) == b""
 
 
 # --- stderr ---------------------------------------------------------------------------
@@ -542,3 +569,24 @@ async def test_stdout_eof_and_exit_are_both_observed() -> None:
         with trio.fail_after(10):
             status = await proc.wait()
     assert data == b'{"a": 1}\n' and status.kind == "exited"
+
+
+def test_process_spec_rejects_negative_bounds() -> None:
+    with pytest.raises(ValueError):
+        ProcessSpec(argv=("/bin/true",), env={}, term_grace=-1)
+    with pytest.raises(ValueError):
+        ProcessSpec(argv=("/bin/true",), env={}, shutdown_grace=-0.1)
+    with pytest.raises(ValueError):
+        ProcessSpec(argv=("/bin/true",), env={}, stderr_limit=0)
+
+
+async def test_fixture_mode_from_the_environment(tmp_path: pathlib.Path) -> None:
+    # The mode can come from AWP_AGENT_CLI_ENV_JSON too (here: --mode is not given).
+    spec = ProcessSpec(
+        argv=(sys.executable, "-S", fixture_agent_argv()[2]),
+        env={**ENV, "AGENTRT_FIXTURE_MODE": "argv-dump"},
+    )
+    async with open_process(spec) as proc:
+        await proc.send(USER_LINE)
+        objs = await read_until(proc, Reader(), is_result)
+    assert objs[0] == {"type": "fixture_argv", "argv": []}

@@ -29,7 +29,8 @@ from agentrt.events import (
 from agentrt.labels import tool_label
 from agentrt.testing import normalize_events
 
-SETTINGS = settings(max_examples=120, deadline=None)
+SETTINGS = settings(max_examples=80, deadline=None)
+FUZZ_SETTINGS = settings(max_examples=50, deadline=None)
 
 ids = st.from_regex(r"[A-Za-z0-9._:-]{1,40}", fullmatch=True)
 codes = st.from_regex(r"[a-z0-9_:-]{1,40}", fullmatch=True)
@@ -133,3 +134,61 @@ def test_turn_round_trips(dialect: Dialect, content: list[Any]) -> None:
     line = dialect.host_codec().encode_turn(turn)
     assert line.endswith(b"\n") and b"\n" not in line[:-1]
     assert dialect.agent_codec().decode_input(orjson.loads(line)) == turn
+
+
+protocolish = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "system",
+                "assistant",
+                "user",
+                "result",
+                "stream_event",
+                "rate_limit_event",
+                "control_request",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+        )
+    },
+    optional={
+        k: json_values
+        for k in (
+            "subtype",
+            "message",
+            "event",
+            "delta",
+            "index",
+            "content_block",
+            "usage",
+            "session_id",
+            "is_error",
+            "result",
+            "request",
+            "request_id",
+            "rate_limit_info",
+            "api_message_id",
+            "error",
+            "api_error_status",
+        )
+    },
+)
+
+
+@pytest.mark.parametrize("dialect", [AwpJsonlDialect(), StreamJsonDialect()], ids=lambda d: d.name)
+@FUZZ_SETTINGS
+@given(values=st.lists(protocolish | json_values, max_size=8))
+def test_decode_never_raises(dialect: Dialect, values: list[Any]) -> None:
+    codec = dialect.host_codec()
+    for value in values:
+        events = codec.decode(value)
+        assert isinstance(events, (list, tuple)) and all(isinstance(ev, Event) for ev in events)
+        for ev in events:
+            assert ev.raw is value
+    agent = dialect.agent_codec()
+    for value in values:
+        agent.decode_input(value)

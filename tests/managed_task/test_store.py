@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+import trio
 from agentrt_managed_task._store import LEASE_EXPIRED_MESSAGE, AgentOffline, StoreConflict, StoreNotFound
 
 LEASE = 60.0
@@ -188,3 +189,32 @@ async def test_failed_result_keeps_the_error(store: Any) -> None:
     assert done.status == "failed" and done.error == "tail"
     assert [r.id for r in await store.list_tasks("failed", 5)] == [row.id]
     assert await store.list_tasks("running", 5) == []
+
+
+async def test_redis_publishes_status_changes(make_store: Any, redis_url: str) -> None:
+    import json
+
+    import redis
+
+    store = await make_store("redis")
+    row, _ = await store.submit("command", {}, None)
+    client = redis.Redis.from_url(redis_url)
+    pubsub = client.pubsub()
+    pubsub.subscribe(f"task:local:{row.id}")
+    try:
+        first = await trio.to_thread.run_sync(lambda: pubsub.get_message(timeout=5))
+        assert first["type"] == "subscribe"
+        await store.register_agent("w", "w")
+        [claimed] = await store.claim("w", 1, LEASE, 3, 90)
+        await store.complete(row.id, claimed.attempt_id, "success", {"output": {}}, None)
+        seen = []
+        for _ in range(2):
+            message = await trio.to_thread.run_sync(lambda: pubsub.get_message(timeout=5))
+            seen.append(json.loads(message["data"]))
+    finally:
+        pubsub.close()
+        client.close()
+    assert seen == [
+        {"type": "task.status", "payload": {"task_id": row.id, "status": "running"}},
+        {"type": "task.status", "payload": {"task_id": row.id, "status": "success"}},
+    ]

@@ -232,3 +232,43 @@ async def test_result_survives_an_outage_and_a_worker_restart(
     assert done.status == "success" and done.result["output"]["stdout"] == "finished\n"
     assert restarted.completed == 1
     assert not [p for p in outbox.iterdir() if p.suffix == ".json"]
+
+
+async def test_a_worker_that_lost_its_lease_stops_the_command(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any, tmp_path: Path
+) -> None:
+    import time
+
+    url = await control_plane(store, lease_seconds=0.6)
+    await run_worker(worker_settings(url, slots=1))
+    marker, pidfile = tmp_path / "marker", tmp_path / "pid"
+    code = (
+        "import os, sys, time\n"
+        f"if os.path.exists({str(marker)!r}): print('second attempt'); sys.exit(0)\n"
+        f"open({str(marker)!r}, 'w').close(); open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    row, _ = await store.submit("command", {"argv": ["python3", "-c", code]}, None)
+    with trio.fail_after(10):
+        while not pidfile.exists() or not pidfile.read_text():
+            await trio.sleep(0.02)
+    # As if the worker had been partitioned past its lease: the control plane requeues the task.
+    assert await trio.to_thread.run_sync(store.core.reap, time.time() + 3600, 3) == 1
+    first_pid = int(pidfile.read_text())
+    with trio.fail_after(10):  # the next renewal is refused: the worker kills its command
+        while alive(first_pid):
+            await trio.sleep(0.02)
+    done = await wait_terminal(store, row.id)
+    assert done.status == "success" and done.retry_count == 1
+    assert done.result["output"]["stdout"] == "second attempt\n"
+
+
+def test_pass_env_copies_only_named_variables(tmp_path: Path) -> None:
+    env = {"AGENTRT_TRUSTED_TASK_EXECUTION_OPT_IN": "1", "AWP_CONTROL_PLANE_API_KEY": API_KEY, "MY_VAR": "v"}
+    base = {"control_plane": "http://127.0.0.1:8100", "work_dir": str(tmp_path), "allow": ["echo"]}
+    settings = WorkerSettings.from_env(env, pass_env=("MY_VAR", "ABSENT"), **base)
+    assert settings.allowed_env == {"MY_VAR": "v"}
+    for bad in ("PATH", "HOME", "1X", "A-B"):
+        with pytest.raises(AgentrtError) as info:
+            WorkerSettings.from_env(env, pass_env=(bad,), **base)
+        assert info.value.code == "invalid_pass_env"

@@ -16,7 +16,7 @@ from agentrt.events import Usage
 from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk, UsageChunk
 from agentrt.testing import ReplayResponse, serve_replay
 
-CUTS = [None, 1, 7, 64, 1000]
+CUTS = [None, 2, 7, 64, 1000]
 
 
 def cut(response: ReplayResponse, size: int | None) -> ReplayResponse:

@@ -112,3 +112,13 @@ def test_good_timeouts() -> None:
 def test_rule_order_base_url_before_token() -> None:
     env = {"AGENTRT_API_BASE_URL": "http://api.example.com", "AGENTRT_API_TOKEN": " bad"}
     assert code_of(env) == "remote_api_requires_https"
+
+
+@pytest.mark.parametrize("field", [{"timeout_s": 0}, {"max_retries": -1}, {"retry_wait_max_s": -1.0}])
+def test_config_bounds(field: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        OpenAIConfig(base_url=DEFAULT_BASE_URL, **field)  # type: ignore[arg-type]
+
+
+def test_max_retries_zero_means_one_attempt() -> None:
+    assert OpenAIConfig(base_url=DEFAULT_BASE_URL, max_retries=0).max_retries == 0

@@ -382,3 +382,14 @@ async def test_concurrent_streams_share_one_provider(kit: Any) -> None:
         await provider.aclose()
     assert {w: r[0] for w, r in results.items()} == {w: TextChunk(text=w) for w in ("alpha", "beta", "gamma")}
     assert len({r.header("idempotency-key") for r in server.requests}) == 3
+
+
+async def test_no_retries_when_disabled(kit: Any) -> None:
+    busy = ReplayResponse(status=429, headers=[("retry-after-ms", "1"), ("content-length", "0")])
+    async with serve_replay([busy, ok()]) as server:
+        provider = OpenAIProvider(kit.config(server.url, max_retries=0))
+        with pytest.raises(AgentrtError) as info:
+            await kit.collect(provider)
+        await provider.aclose()
+    assert info.value.code == "provider_http_429"
+    assert len(server.requests) == 1

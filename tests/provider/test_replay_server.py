@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 import trio
@@ -120,3 +122,30 @@ def test_from_capture_parses_headers_and_recomputes_length() -> None:
     with pytest.raises(ValueError):
         ReplayResponse.from_capture(b"garbage\r\n\r\n")
     assert ReplayResponse(chunks=b"abcdefg").split(3).chunks == (b"abc", b"def", b"g")
+
+
+async def test_two_round_conversation_script(kit: Any) -> None:
+    """The pattern the agent tests use: a round asking for a tool, then a round with text."""
+    from agentrt_openai import OpenAIProvider
+
+    from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk
+
+    tool_round = ReplayResponse.sse(kit.capture("fakellm-tools-stream.sse"))
+    text_round = ReplayResponse.sse(kit.capture("litellm-mock-text-stream.sse")).split(50)
+    async with serve_replay([tool_round, text_round]) as server:
+        async with OpenAIProvider(kit.config(server.url)) as provider:
+            first = await kit.collect(provider, kit.request(tools=[kit.WEATHER]))
+            messages = [
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "call_19c6ca6c8612"}]},
+                {"role": "tool", "tool_call_id": "call_19c6ca6c8612", "content": '{"temp": 21}'},
+            ]
+            second = await kit.collect(provider, kit.request(messages=messages, tools=[kit.WEATHER]))
+        one, two = await server.wait_for_requests(2)
+    assert first[0] == ToolCallsChunk(
+        calls=(ToolCall(id="call_19c6ca6c8612", name="get_weather", arguments='{"city": "Paris"}'),)
+    )
+    assert "".join(c.text for c in second if isinstance(c, TextChunk)).startswith("Hello from")
+    assert second[-1] == FinishChunk(reason="stop")
+    assert two.json["messages"][-1]["role"] == "tool"
+    assert one.header("idempotency-key") != two.header("idempotency-key")

@@ -203,9 +203,7 @@ def _json_roundtrip(name: str, obj: Any) -> Any:
     try:
         return orjson.loads(orjson.dumps(obj))
     except (TypeError, orjson.JSONDecodeError) as exc:
-        raise _fail(
-            name, f"agent encode produced an object that is not JSON: {_short(obj)} ({exc})"
-        ) from None
+        raise _fail(name, f"agent encode produced an object that is not JSON: {_short(obj)} ({exc})") from None
 
 
 def _decode_all(name: str, codec: HostCodec, values: Iterable[Any]) -> list[Event]:
@@ -240,9 +238,7 @@ _WEIRD: tuple[Any, ...] = (None, True, 0, -7, 3.25, "", "zz", "\u0000é", [], [1
 def _random_json(rng: random.Random, depth: int = 0) -> Any:
     roll = rng.random()
     if depth > 3 or roll < 0.35:
-        return rng.choice(
-            (*_WEIRD, rng.randint(-(2**40), 2**40), rng.random() * 1e6, chr(rng.randint(32, 0x2FFF)))
-        )
+        return rng.choice((*_WEIRD, rng.randint(-(2**40), 2**40), rng.random() * 1e6, chr(rng.randint(32, 0x2FFF))))
     if roll < 0.65:
         return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 4))]
     keys = (
@@ -354,9 +350,7 @@ def check_dialect(
     name = instance.name
     if not isinstance(name, str) or not name:
         raise _fail(str(name), "Dialect.name must be a non-empty string")
-    if not isinstance(instance.compat_args, tuple) or not all(
-        isinstance(a, str) for a in instance.compat_args
-    ):
+    if not isinstance(instance.compat_args, tuple) or not all(isinstance(a, str) for a in instance.compat_args):
         raise _fail(name, "compat_args must be a tuple of strings")
     samples = list(samples)
     scripts = DEFAULT_SCRIPTS if scripts is None else tuple(tuple(s) for s in scripts)
@@ -485,9 +479,7 @@ def _roundtrip(name: str, instance: Dialect, script: Sequence[Event]) -> None:
         raise _fail(name, f"round trip produced diagnostics: {_short(unexpected)}")
     want, got = normalize_events(script), normalize_events(decoded)
     if want != got:
-        raise _fail(
-            name, f"round trip changed the events:\n  sent    {_short(want)}\n  decoded {_short(got)}"
-        )
+        raise _fail(name, f"round trip changed the events:\n  sent    {_short(want)}\n  decoded {_short(got)}")
     # Events a dialect need not express must still encode without raising.
     for other in (
         Status(kind="status", label="x"),

@@ -105,9 +105,7 @@ def encode_blocks(turn: Turn) -> list[dict[str, Any]]:
                 }
             )
         else:
-            raise AgentrtError(
-                "unsupported_content_block", f"this dialect cannot carry a {type(block).__name__}"
-            )
+            raise AgentrtError("unsupported_content_block", f"this dialect cannot carry a {type(block).__name__}")
     return blocks
 
 
@@ -232,18 +230,12 @@ class AwpHostCodec(HostCodec):
         handler = self._dispatch.get(kind) if type(kind) is str else None
         if handler is None:
             if type(kind) is not str:
-                return (
-                    Diagnostic(
-                        code="unexpected_output_shape", detail="object without a string type", raw=obj
-                    ),
-                )
+                return (Diagnostic(code="unexpected_output_shape", detail="object without a string type", raw=obj),)
             return (RawEvent(name=kind, raw=obj),)
         try:
             return handler(obj)
         except Exception as exc:  # a shape no branch foresaw: say so, keep the object
-            return (
-                Diagnostic(code="unexpected_output_shape", detail=f"{kind}: {type(exc).__name__}", raw=obj),
-            )
+            return (Diagnostic(code="unexpected_output_shape", detail=f"{kind}: {type(exc).__name__}", raw=obj),)
 
     # handlers
     def _nothing(self, obj: dict[str, Any]) -> Sequence[Event]:
@@ -261,11 +253,7 @@ class AwpHostCodec(HostCodec):
     def _init(self, obj: dict[str, Any]) -> Sequence[Event]:
         session_id = obj.get("session_id")
         if not isinstance(session_id, str) or not session_id:
-            return (
-                Diagnostic(
-                    code="unexpected_output_shape", detail="system/init without a session_id", raw=obj
-                ),
-            )
+            return (Diagnostic(code="unexpected_output_shape", detail="system/init without a session_id", raw=obj),)
         # The shape of the id is the conversation's business (it owns the rule).
         self.session_id = session_id
         return (SessionStarted(session_id=session_id, model=_str_or_none(obj.get("model")), raw=obj),)
@@ -291,9 +279,7 @@ class AwpHostCodec(HostCodec):
                 if isinstance(thinking, str) and thinking:
                     out.append(ThinkingDelta(text=thinking, index=index, raw=obj))
             else:
-                out.append(
-                    RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj)
-                )
+                out.append(RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj))
         return out
 
     def _tool_use(self, obj: dict[str, Any], block: Mapping[str, Any]) -> ToolUse:
@@ -339,14 +325,8 @@ class AwpHostCodec(HostCodec):
         self._pending_usage = None
         session_id = _str_or_none(obj.get("session_id"))
         if obj.get("is_error") is True:
-            return (
-                TurnFailed(code=self._failure_code(obj), message=failure_message(obj), usage=usage, raw=obj),
-            )
-        return (
-            TurnCompleted(
-                session_id=session_id, usage=usage, result=_str_or_none(obj.get("result")), raw=obj
-            ),
-        )
+            return (TurnFailed(code=self._failure_code(obj), message=failure_message(obj), usage=usage, raw=obj),)
+        return (TurnCompleted(session_id=session_id, usage=usage, result=_str_or_none(obj.get("result")), raw=obj),)
 
     def _failure_code(self, obj: Mapping[str, Any]) -> str:
         result = obj.get("result")

@@ -115,7 +115,7 @@ class BotsConfig:
             key = cfg.get("sandbox_api_key") or (
                 env.get(cfg["sandbox_api_key_env"]) if cfg.get("sandbox_api_key_env") else None
             )
-            sandbox = SandboxConfig(mode=mode, url=cfg.get("sandbox_url"), api_key=key or None)
+            sandbox = SandboxConfig(mode=cast(Any, mode), url=cfg.get("sandbox_url"), api_key=key or None)
             name = cfg.get("profile") or self.default_profile
             prof = self.profiles.get(name) if isinstance(name, str) else None
             if prof is None:

@@ -37,7 +37,7 @@ import trio
 
 from agentrt._framing import JsonlReader, Malformed, OutputOversize
 from agentrt._process import AgentProcess, ProcessSpec, open_process
-from agentrt.bots import BotRecord
+from agentrt.bots import BotRecord, BotStore
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     Diagnostic,
@@ -57,6 +57,7 @@ from ._launch import (
     LlmProfile,
     SandboxConfig,
     build_process_spec,
+    check_bot_id,
     instance_paths,
     prepare_instance,
     resolve_binary,
@@ -136,7 +137,7 @@ class Supervisor:
     def __init__(
         self,
         nursery: trio.Nursery,
-        store: Any,
+        store: BotStore,
         *,
         config: SupervisorConfig,
         resolve: Resolver,
@@ -169,7 +170,7 @@ class Supervisor:
 
     async def add_bot(self, bot_id: str, *, config: Mapping[str, Any] | None = None) -> BotRecord:
         """Create a bot (desired ``stopped``) unless it exists; return its record."""
-        rec = await self.store.get_bot(bot_id)
+        rec = await self.store.get_bot(check_bot_id(bot_id))
         if rec is None:
             rec = BotRecord(bot_id=bot_id, config=dict(config or {}))
             await self.store.save_bot(rec)
@@ -648,7 +649,7 @@ def _sync_status(result: SyncResult) -> Status:
 
 @asynccontextmanager
 async def open_supervisor(
-    store: Any,
+    store: BotStore,
     *,
     config: SupervisorConfig,
     resolve: Resolver,

@@ -111,6 +111,7 @@ def control_plane(
 @click.option("--timeout", "timeout_seconds", default=3600.0, show_default=True, type=click.FloatRange(0.1, 86400))
 @click.option("--max-output-bytes", default=1024 * 1024, show_default=True, type=click.IntRange(1, 1024 * 1024))
 @click.option("--agent-id", default=None, help="Worker id (default host-pid-random).")
+@click.option("--pass-env", "pass_env", multiple=True, help="Environment variable to pass to commands (repeatable).")
 @click.option("--retry-attempts", default=5, show_default=True, type=click.IntRange(1, 100))
 @click.option("--retry-initial", default=1.0, show_default=True, type=click.FloatRange(0.001, 60))
 @click.option("--retry-max", default=60.0, show_default=True, type=click.FloatRange(0.001, 3600))

@@ -41,6 +41,10 @@ MAX_ARGS = 128
 MAX_ARG_LENGTH = 8192
 MAX_OUTPUT_CAP = 1024 * 1024
 LOG_TAIL = 100_000
+#: What every command gets from the worker itself; ``--pass-env`` may not override these.
+_FIXED_ENV = frozenset(
+    {"HOME", "PATH", "TMPDIR", "TEMP", "TMP", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONIOENCODING", "PYTHONUTF8"}
+)
 
 
 def resolve_allowlist(names: Sequence[str], trusted_path: str) -> dict[str, str]:
@@ -100,6 +104,11 @@ class WorkerSettings:
         slots = options.get("slots", 2)
         if not 1 <= slots <= 64:
             raise AgentrtError("invalid_worker_slots", "--slots must be 1..64")
+        passed = options.pop("pass_env", ())
+        for name in passed:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name) or name in _FIXED_ENV:
+                raise AgentrtError("invalid_pass_env", f"cannot pass {name!r} to commands")
+        options["allowed_env"] = {name: env[name] for name in passed if name in env}
         cap = options.get("max_output_bytes", MAX_OUTPUT_CAP)
         if not 1 <= cap <= MAX_OUTPUT_CAP:
             raise AgentrtError("invalid_worker_output_cap", "the output cap is 1..1048576 bytes")
@@ -248,6 +257,10 @@ class Worker:
                 tasks = answer.get("tasks", []) if isinstance(answer, dict) else []
             except _Refused as exc:
                 tasks = []
+                if exc.status in (401, 403):
+                    raise AgentrtError(
+                        f"control_plane_http_{exc.status}", "the control plane refused the worker's key"
+                    ) from exc
                 if exc.status == 409:
                     await self._register()
             except _Retryable:
@@ -282,7 +295,11 @@ class Worker:
                             pass
 
                 nursery.start_soon(renew)
-                result = await self._run_task(row)
+                try:
+                    result = await self._run_task(row)
+                except Exception as exc:  # a worker bug must not take the other slots down
+                    log.exception("task %s: worker exception", task_id)
+                    result = _failure(f"worker exception: {type(exc).__name__}")
                 nursery.cancel_scope.cancel()
             if lease_lost or result is None:
                 log.warning("task %s: lease lost, result dropped", task_id)
@@ -324,8 +341,8 @@ class Worker:
                 "TZ": "UTC",
                 "PYTHONIOENCODING": "utf-8",
                 "PYTHONUTF8": "1",
-                **s.allowed_env,
             }
+            env.update({k: v for k, v in s.allowed_env.items() if k not in _FIXED_ENV})
             outcome = await run_command(
                 [s.allowed[argv[0]], *argv[1:]],
                 cwd=str(run_dir),

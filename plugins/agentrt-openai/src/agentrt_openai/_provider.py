@@ -109,6 +109,12 @@ class OpenAIProvider:
             )
         return self._http
 
+    async def __aenter__(self) -> OpenAIProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         if self._http is not None:

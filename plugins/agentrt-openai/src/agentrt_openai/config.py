@@ -57,11 +57,11 @@ class OpenAIConfig:
 
     base_url: str
     token: str | None = attrs.field(default=None, repr=False)  # never printed
-    timeout_s: float = DEFAULT_TIMEOUT_MS / 1000
+    timeout_s: float = attrs.field(default=DEFAULT_TIMEOUT_MS / 1000, validator=attrs.validators.gt(0))
     user_agent: str = attrs.field(factory=_default_user_agent)
-    max_retries: int = 2
-    retry_wait_max_s: float = 20.0
-    retry_backoff_s: float = 0.5
+    max_retries: int = attrs.field(default=2, validator=attrs.validators.ge(0))
+    retry_wait_max_s: float = attrs.field(default=20.0, validator=attrs.validators.ge(0))
+    retry_backoff_s: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
 
     @property
     def endpoint(self) -> str:

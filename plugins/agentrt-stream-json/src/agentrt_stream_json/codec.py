@@ -340,12 +340,8 @@ class StreamJsonHostCodec(AwpHostCodec):
             if pending is not None and pending[0] not in self._tools_emitted:
                 return self._streamed_tool(obj, pending)
             return _NO_EVENTS
-        if etype == "message_delta":
-            usage = ev.get("usage")
-            if isinstance(usage, dict):
-                self._pending_usage = Usage.from_mapping(usage)
-            return _NO_EVENTS
-        if etype == "message_stop":
+        if etype == "message_delta" or etype == "message_stop":
+            # Not a terminal here, and its usage is per API call: the result's counts the turn.
             return _NO_EVENTS
         return (RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),)
 

@@ -1,0 +1,80 @@
+"""Server-side rendering helpers: agent Markdown to safe HTML, QR codes to SVG, relative times.
+
+Agent output is untrusted.  Markdown is rendered with markdown-it-py with raw
+HTML disabled (``<script>`` and ``<img onerror>`` come out as text) and its
+link validator (no ``javascript:``, ``vbscript:``, ``file:`` or non-image
+``data:`` URLs); links additionally get ``rel="noopener noreferrer nofollow"``.
+The Content-Security-Policy (no inline script at all) is the second wall.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["render_markdown", "qr_svg", "relative_time", "MAX_TITLE"]
+
+#: Thread titles are cut to this many characters.
+MAX_TITLE = 60
+
+
+@lru_cache(maxsize=1)
+def _md() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    default_link_open = md.renderer.rules.get("link_open")
+
+    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+        tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+        if default_link_open is not None:
+            out: str = default_link_open(tokens, idx, options, env)
+            return out
+        rendered: str = md.renderer.renderToken(tokens, idx, options, env)
+        return rendered
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def render_markdown(text: str) -> str:
+    """``text`` (an agent's reply) as HTML that carries no script, handler or dangerous URL."""
+    html: str = _md().render(text)
+    return html
+
+
+def qr_svg(url: str) -> str:
+    """The QR code of ``url`` as a standalone SVG document (black on white, quiet zone kept)."""
+    import io
+
+    import segno
+
+    buf = io.BytesIO()
+    segno.make_qr(url, error="m").save(buf, kind="svg", scale=6, border=4, dark="#000", light="#fff", xmldecl=True)
+    return buf.getvalue().decode()
+
+
+def relative_time(then: float | None, now: float | None = None) -> str:
+    """``then`` (Unix time) as "just now", "5 min ago", "3 h ago", "2 d ago"."""
+    if then is None:
+        return ""
+    delta = max(0.0, (time.time() if now is None else now) - then)
+    if delta < 45:
+        return "just now"
+    if delta < 3600:
+        return f"{round(delta / 60)} min ago"
+    if delta < 86400:
+        return f"{round(delta / 3600)} h ago"
+    return f"{round(delta / 86400)} d ago"
+
+
+def title_of(prompt: str | None, fallback: str) -> str:
+    """A thread title from its first prompt: the first line, bounded."""
+    if not prompt:
+        return fallback
+    first = prompt.strip().split("\n", 1)[0].strip()
+    if not first:
+        return fallback
+    return first if len(first) <= MAX_TITLE else first[: MAX_TITLE - 1] + "…"
