@@ -4,9 +4,10 @@ Each bot is a real process: by default the tiny C fixture
 (``tests/fastagent/fixtures/fastagent_fixture.c``, compiled here with the
 system C compiler; it prints ``process_started`` and ``running`` and waits
 for SIGTERM), else (no compiler, or ``AGENTRT_BENCH_FIXTURE=python``) the stdlib Python
-fixture under ``python -S -E``.  ``AGENTRT_BENCH_BOTS`` changes the count.  Every start goes the full way: managed-skills sync,
-allow-listed environment, stdout framing, schema validation, the state machine,
-the in-memory store and a sink.
+fixture under ``python -S -E``.  ``AGENTRT_BENCH_BOTS`` changes the count.
+Every start goes the full way: managed-skills sync, allow-listed
+environment, stdout framing, schema validation, the state machine, the
+in-memory store and a sink.
 
 Reported: time until all bots are ``running`` and until all are ``stopped``
 (a requested stop of every bot at once), parent memory per bot (RSS growth of

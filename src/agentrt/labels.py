@@ -50,6 +50,8 @@ _DEFAULT = "Working"
 
 def strip_mcp_prefix(name: str) -> str:
     """``name`` without an ``mcp__<server>__`` (or ``mcp__<server>__<ns>__``) prefix."""
+    if not name.startswith("mcp__"):  # the common case, without the regex
+        return name
     return _MCP_PREFIX.sub("", name, count=1)
 
 

@@ -121,6 +121,16 @@ async def test_usage_key_omitted_when_provider_reports_none(tmp: Path) -> None:
     assert lines[-1]["result"] == "x" and "usage" not in lines[-1]
 
 
+async def test_non_streaming_json_answer(tmp: Path) -> None:
+    whole = ReplayResponse.json({"choices": [{"message": {"role": "assistant", "content": "whole"}}],
+                                 "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
+    async with serve_replay([whole]) as server:
+        _, lines, _ = await run_once(agent_env(tmp, server.url), user_line("hi"))
+    assert [line["type"] for line in lines] == [
+        "system", "content_block_start", "content_block_delta", "content_block_stop", "result"]
+    assert (lines[-1]["result"], lines[-1]["usage"]) == ("whole", {"input_tokens": 5, "output_tokens": 1})
+
+
 async def test_bad_input_lines_are_per_turn_errors(tmp: Path) -> None:
     big = b'{"type":"user","message":{"role":"user","content":"' + b"a" * (32 * 1024 * 1024) + b'"}}\n'
     stdin = b"".join([

@@ -118,3 +118,22 @@ async def test_invalid_tool_arguments_fail_the_turn(tmp: Path) -> None:
         _, lines, _ = await run_once(agent_env(tmp, server.url, tools=True), user_line("x"))
         assert len(server.requests) == 1
     assert _results(lines)[-1]["result"] == "provider_tool_arguments_invalid_json"
+
+
+async def test_managed_task_tool_is_offered_only_when_configured(tmp: Path) -> None:
+    base = {"AGENTRT_LOAD_PLUGINS": "openai,awp-jsonl,managed-task"}
+    env = agent_env(tmp, "http://127.0.0.1:9", **base, AWP_AGENT_MANAGED_TASKS_OPT_IN="1")
+    status, lines, _ = await run_once(env, b"")
+    assert (status, [line["result"] for line in lines]) == (1, ["managed_tasks_configuration_incomplete"])
+    async with serve_replay([ReplayResponse.sse(text_round("no tool needed"))]) as server:
+        env = agent_env(
+            tmp, server.url, **base,
+            AWP_AGENT_MANAGED_TASKS_OPT_IN="1",
+            AWP_CONTROL_PLANE_URL="http://127.0.0.1:8100",
+            AWP_CONTROL_PLANE_API_KEY="k" * 32,
+        )
+        status, lines, _ = await run_once(env, user_line("hi"))
+        offered = [t["function"]["name"] for t in server.requests[0].json["tools"]]
+    assert status == 0
+    assert lines[0]["tools"] == ["awp_run_managed_task"] and offered == ["awp_run_managed_task"]
+    assert "k" * 32 not in json.dumps(lines)

@@ -72,6 +72,11 @@ class Tmux:
                 got = await self.pane(name, "#{pane_dead}:#{pane_dead_status}/#{pane_dead_signal}")
                 if got.startswith("1:") and got != "1:/":
                     return got[2:]
+                if got.startswith("1:"):
+                    # Some tmux builds leave the format empty; the pane says it too.
+                    m = re.search(r"Pane is dead \((status|signal) (\d+)", await self.screen(name))
+                    if m:
+                        return f"{m.group(2)}/" if m.group(1) == "status" else f"/{m.group(2)}"
                 await trio.sleep(POLL)
 
     async def kill(self) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import trio
+from agentrt_fastagent._config import load_config
 
 from agentrt._framing import JsonlReader
 from agentrt._process import ProcessSpec, open_process
-from agentrt_fastagent._config import load_config
 
 from .conftest import WAIT, make_binary
 
@@ -134,8 +134,9 @@ async def test_supervise_obeys_the_cli(cli_env: dict[str, str], tmp_path: Path) 
 
 
 async def test_qr_is_drawn_in_the_terminal(cli_env: dict[str, str]) -> None:
-    from agentrt.bots import BotRecord
     from agentrt_fastagent._store import JsonFileBotStore
+
+    from agentrt.bots import BotRecord
 
     store = JsonFileBotStore(Path(cli_env["XDG_DATA_HOME"]) / "agentrt" / "bots")
     url = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode=abc&bot_type=3"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import trio
 
-from agentrt.events import Diagnostic
+from agentrt.events import Diagnostic, ProcessExited
 
 from .conftest import WAIT, make_binary
 
@@ -69,6 +69,9 @@ async def test_startup_crash_four_times_fails(tmp_path: Path, sup_factory, store
         await recorder.wait_for(lambda: recorder.kinds("b1").count("process_started") == 5)
     states = recorder.states("b1")
     assert states[:3] == ["starting", "stopped", "starting"]
+    exits = [e for e in recorder.events("b1") if isinstance(e, ProcessExited)]
+    # nothing was signalled: each process exited 1 by itself
+    assert [(e.returncode, e.requested) for e in exits[:4]] == [(1, False)] * 4
     assert states.count("failed") == 1
 
 
@@ -114,6 +117,10 @@ async def _fatal_case(tmp_path: Path, sup_factory, store, recorder, scenario: st
         assert stopped[0].data["reason"] == "signal"
         assert any(isinstance(e, Diagnostic) and e.code == "fastagent_invalid_output"
                    for e in recorder.events("b1"))  # fmt: skip
+        assert recorder.states("b1") == ["starting", "stopped"]
+        # SIGTERM was ours, yet the bot had not been asked to stop: a crash, exit code 0
+        (exited,) = [e for e in recorder.events("b1") if isinstance(e, ProcessExited)]
+        assert exited.returncode == 0 and not exited.requested
 
 
 async def test_invalid_json_is_fatal(tmp_path: Path, sup_factory, store, recorder) -> None:

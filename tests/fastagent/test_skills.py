@@ -201,3 +201,33 @@ async def test_busy_sync_does_not_block_start(tmp_path: Path, sup_factory, store
         await recorder.wait_state("b1", "running")
     (sync,) = [e for e in recorder.events("b1") if getattr(e, "kind", "") == "managed_skills_sync"]
     assert sync.label == "busy" and sync.detail["errorCode"] == "SYNC_IN_PROGRESS"
+
+
+def test_metadata_write_failure_is_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / SUMMARY_NAME).mkdir(parents=True)  # a directory where the summary file should go
+    r = sync_managed_skills(data, bundle(tmp_path / "b", "1", {"alpha": "a"}))
+    assert r.status == "error" and r.error_code == "METADATA_WRITE_FAILED"
+    assert r.installed_skills == ("alpha",)  # the skills themselves were synced
+    assert (data / "skills" / "alpha" / MARKER_NAME).is_file()
+    assert not (data / LOCK_NAME).exists()
+    assert [p.name for p in data.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_update_failure_restores_the_previous_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentrt_fastagent._skills as skills
+
+    data = tmp_path / "data"
+    sync_managed_skills(data, bundle(tmp_path / "b1", "1", {"alpha": "v1"}))
+    real_rename = os.rename
+
+    def failing_rename(src, dst):
+        if ".agentrt-managed-skill-" in str(src):
+            raise OSError(28, "No space left on device")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(skills.os, "rename", failing_rename)
+    r = sync_managed_skills(data, bundle(tmp_path / "b2", "2", {"alpha": "v2"}))
+    assert r.status == "error" and r.error_code == "SYNC_FAILED"
+    assert (data / "skills" / "alpha" / "SKILL.md").read_text() == "v1"
+    assert sorted(p.name for p in (data / "skills").iterdir()) == ["alpha"]

@@ -159,7 +159,7 @@ class CliProcess:
 
 
 @pytest.fixture
-async def spawn_cli() -> Any:
+async def spawn_cli(tmp_path: Any) -> Any:
     """``await spawn_cli(args, env)`` -> CliProcess once its JSON ready line arrived; all reaped at teardown."""
     import json
     import signal
@@ -168,17 +168,21 @@ async def spawn_cli() -> Any:
     started: list[trio.Process] = []
 
     async def spawn(args: list[str], env: dict[str, str]) -> CliProcess:
-        process = await trio.lowlevel.open_process(
-            [AGENTRT, *args], env=env, stdin=sp.DEVNULL, stdout=sp.PIPE, stderr=sp.PIPE
-        )
+        # stderr goes to a file: a pipe nobody drains could fill and stall the child.
+        log_path = tmp_path / f"{args[0]}-{len(started)}.stderr"
+        with open(log_path, "wb") as log_file:
+            process = await trio.lowlevel.open_process(
+                [AGENTRT, *args], env=env, stdin=sp.DEVNULL, stdout=sp.PIPE, stderr=log_file
+            )
         started.append(process)
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None
         buffer = b""
         with trio.fail_after(20):
             while b"\n" not in buffer:
                 chunk = await process.stdout.receive_some(4096)
                 if not chunk:
-                    err = await process.stderr.receive_some(65536)
+                    await process.wait()
+                    err = log_path.read_bytes()[-4000:]
                     raise AssertionError(f"agentrt {args[0]} exited before ready: {err!r}")
                 buffer += chunk
         return CliProcess(process, json.loads(buffer.split(b"\n", 1)[0]))
@@ -193,9 +197,8 @@ async def spawn_cli() -> Any:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    await stream.aclose()
+            if process.stdout is not None:
+                await process.stdout.aclose()
 
 
 def cli_env(**extra: str) -> dict[str, str]:

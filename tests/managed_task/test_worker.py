@@ -272,3 +272,21 @@ def test_pass_env_copies_only_named_variables(tmp_path: Path) -> None:
         with pytest.raises(AgentrtError) as info:
             WorkerSettings.from_env(env, pass_env=(bad,), **base)
         assert info.value.code == "invalid_pass_env"
+
+
+async def test_a_worker_fault_is_reported_as_an_error(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any
+) -> None:
+    url = await control_plane(store)
+    settings = worker_settings(url)
+    await run_worker(settings)
+    runs = Path(settings.work_dir) / "tasks"
+    runs.rmdir()
+    runs.write_text("not a directory")  # the private run dir cannot be created
+    row, _ = await store.submit("command", {"argv": ["echo", "x"]}, None)
+    done = await wait_terminal(store, row.id)
+    assert done.status == "failed" and done.error == "worker exception: NotADirectoryError"
+    assert done.result["output"]["exit_code"] == -1
+    runs.unlink()
+    ok, _ = await store.submit("command", {"argv": ["echo", "still alive"]}, None)
+    assert (await wait_terminal(store, ok.id)).status == "success"  # the worker kept going

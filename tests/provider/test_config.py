@@ -99,7 +99,7 @@ def test_token_not_in_repr() -> None:
     assert "sk-very-secret" not in repr(config)
 
 
-@pytest.mark.parametrize("raw", ["999", "600001", "12a", "-5000", "1e4", "0001000000", " 5000"])
+@pytest.mark.parametrize("raw", ["999", "600001", "12a", "-5000", "1e4", "0001000000", "5 000", "５０００"])
 def test_bad_timeouts(raw: str) -> None:
     assert code_of({"AGENTRT_TIMEOUT_MS": raw}) == "invalid_agentrt_timeout_ms"
 
@@ -107,6 +107,9 @@ def test_bad_timeouts(raw: str) -> None:
 def test_good_timeouts() -> None:
     assert from_env({"AGENTRT_TIMEOUT_MS": "1000"}).timeout_s == 1.0
     assert from_env({"AGENTRT_TIMEOUT_MS": "600000"}).timeout_s == 600.0
+    # Trimmed as the reference agent trims it (JavaScript's trim()).
+    assert from_env({"AGENTRT_TIMEOUT_MS": " 5000\n"}).timeout_s == 5.0
+    assert from_env({"AGENTRT_TIMEOUT_MS": "\u00a0\ufeff"}).timeout_s == 120.0
 
 
 def test_rule_order_base_url_before_token() -> None:

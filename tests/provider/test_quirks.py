@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrt.errors import AgentrtError
 from agentrt.events import Usage
@@ -281,3 +283,56 @@ async def test_text_cap_is_enforced() -> None:
         for _ in range(MAX_TEXT_BYTES // len(piece.encode()) + 1):
             chat.feed(json.dumps({"choices": [{"delta": {"content": piece}}]}))
     assert info.value.code == "provider_text_oversize"
+
+
+_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,20}", fullmatch=True)
+_args = st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=8), max_size=4).map(json.dumps)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_tool_call_merge_is_independent_of_fragmentation(data: st.DataObject) -> None:
+    """However a server cuts ids, names and arguments, the merged calls are the same.
+
+    (Except a name cut into pieces that look like repeats, which the rule cannot tell apart.)
+    """
+    from agentrt_openai._chat import ChatStream
+
+    wanted = data.draw(st.lists(st.tuples(_names, _args), min_size=1, max_size=3))
+    per_call: list[list[dict[str, Any]]] = []
+    for index, (name, args) in enumerate(wanted):
+        events: list[dict[str, Any]] = []
+        per_call.append(events)
+        style = data.draw(st.sampled_from(["repeat", "split", "once"]))
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(args)), max_size=4)))
+        pieces = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)])]
+        split_at = data.draw(st.integers(1, len(name)))
+        head, rest = name[:split_at], name[split_at:]
+        if style == "split" and rest and (rest.startswith(head) or head.endswith(rest)):
+            # §B's rule cannot tell "A" + "A" from "A" repeated: such a split is ambiguous by design.
+            style = "once"
+        for n, piece in enumerate(pieces):
+            if style == "repeat":
+                fragment = tc(index, f"id{index}", name, piece)
+            elif style == "split":
+                part = name[:split_at] if n == 0 else (name[split_at:] if n == 1 else None)
+                fragment = tc(index, f"id{index}" if n == 0 else None, part or None, piece)
+            else:
+                fragment = tc(index, f"id{index}" if n == 0 else None, name if n == 0 else None, piece)
+            events.append(delta({"tool_calls": [fragment]}))
+        if style == "split" and len(pieces) == 1 and split_at < len(name):
+            events.append(delta({"tool_calls": [tc(index, None, name[split_at:])]}))
+    # Interleave the calls as parallel tool calls arrive, keeping each call's own order.
+    chat = ChatStream()
+    first_seen = []
+    while any(per_call):
+        pick = data.draw(st.sampled_from([i for i, q in enumerate(per_call) if q]))
+        if pick not in first_seen:
+            first_seen.append(pick)
+        chat.feed(json.dumps(per_call[pick].pop(0)))
+    chat.feed(json.dumps(delta({}, "tool_calls")))
+    (chunk, finish) = chat.finish()
+    assert chunk == ToolCallsChunk(
+        calls=tuple(ToolCall(id=f"id{i}", name=wanted[i][0], arguments=wanted[i][1]) for i in first_seen)
+    )
+    assert finish == FinishChunk(reason="tool_calls")

@@ -294,7 +294,8 @@ def cmd_supervise(as_json: bool) -> None:
             from agentrt._plugins import get_plugins
 
             factory = get_plugins().sinks().get("sqlite")
-            sinks.append(factory({"env": dict(env)}) if factory is not None else TimelineSink(store))
+            options = {"env": dict(env), "dialect": "fastagent"}
+            sinks.append(factory(options) if factory is not None else TimelineSink(store))
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with open_supervisor(
                 store, config=cfg.supervisor_config(env), resolve=cfg.resolver(env), sinks=sinks

@@ -275,7 +275,13 @@ class Supervisor:
 
     async def _reconcile_once(self) -> None:
         now = time.time()
-        for rec in await self.store.list_bots():
+        records = await self.store.list_bots()
+        known = {rec.bot_id for rec in records}
+        for bot_id, running in list(self._live.items()):
+            if bot_id not in known and not running.stop_requested:
+                # Deleted while running: nobody wants it any more.
+                self._nursery.start_soon(self._stop_live, running, "bot deleted")
+        for rec in records:
             if self._closing:
                 return
             live = self._live.get(rec.bot_id)
@@ -369,7 +375,10 @@ class Supervisor:
         try:
             profile, sandbox = self._resolve(rec)
             paths = instance_paths(self.config.instances_dir, bot_id)
-            binary = self.config.binary or resolve_binary(self._env)
+            # resolve_binary stats candidate paths: keep it off the trio thread.
+            binary = self.config.binary
+            if binary is None:
+                binary = await trio.to_thread.run_sync(resolve_binary, self._env)
             spec = build_process_spec(
                 bot_id=bot_id, binary=binary, profile=profile, sandbox=sandbox, paths=paths,
                 parent_env=self._env, term_grace=self.config.term_grace,

@@ -31,11 +31,11 @@ __all__ = ["run_demo", "DEFAULT_PROMPT", "FRAME", "agent_launch", "run_chain"]
 DEFAULT_PROMPT = "What is the capital of France?"
 #: The document preamble a base model continues (the first lines of the frame).
 FRAME = (
-    "The following are questions with short, correct answers, each on one line.\n"
-    "### Prompt: What is the largest planet in the solar system?\n"
-    "### Response: Jupiter is the largest planet in the solar system.\n"
+    "Questions and their short, correct answers.\n"
+    "### Prompt: What is the capital of Japan?\n"
+    "### Response: The capital of Japan is Tokyo.\n"
     "### Prompt: How many days are in a week?\n"
-    "### Response: There are seven days in a week."
+    "### Response: A week has seven days."
 )
 #: Model id the server is started with.
 MODEL_ALIAS = "gemma-3-270m"

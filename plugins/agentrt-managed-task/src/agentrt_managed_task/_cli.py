@@ -21,7 +21,11 @@ def _fail(exc: AgentrtError) -> None:
 
 def _run(main: Callable[[Any], Awaitable[None]]) -> None:
     """Run ``main(shutdown_event)`` under trio; SIGINT/SIGTERM set the event."""
+    import logging
+
     import trio
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     async def root() -> None:
         shutdown = trio.Event()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import math
 import os
 import re
@@ -24,6 +25,8 @@ from agentrt import AgentrtError
 from ._store import AgentOffline, StoreConflict, StoreNotFound, ThreadedStore
 
 __all__ = ["ControlPlaneSettings", "build_app", "serve_control_plane", "open_store", "load_api_key"]
+
+log = logging.getLogger("agentrt.control_plane")
 
 KEY_VAR = "AGENTRT_CONTROL_PLANE_API_KEY"
 KEY_FILE_VAR = "AGENTRT_CONTROL_PLANE_API_KEY_FILE"
@@ -266,7 +269,13 @@ def build_app(store: ThreadedStore, settings: ControlPlaneSettings) -> Starlette
         Route("/v1/agent/tasks/{task_id}/heartbeat", endpoint(task_heartbeat), methods=["POST"]),
         Route("/v1/agent/tasks/{task_id}/result", endpoint(result), methods=["POST"]),
     ]
-    return Starlette(routes=routes)
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        # Storage failures land here (e.g. Redis unreachable): log the type, answer a bare 500.
+        log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
+        return _error(500, "internal error")
+
+    return Starlette(routes=routes, exception_handlers={Exception: internal_error})
 
 
 def check_bind_host(host: str) -> str:

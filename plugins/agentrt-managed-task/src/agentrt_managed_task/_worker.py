@@ -366,12 +366,15 @@ class Worker:
     # -- results -----------------------------------------------------------------
     async def _deliver(self, task_id: str, attempt: str, result: dict[str, Any]) -> None:
         path = self._outbox / f"{task_id}--{attempt}.json"
-        # Shielded and bounded: a result in flight is not dropped because the worker is stopping.
-        with trio.CancelScope(shield=True), trio.move_on_after(self.settings.request_timeout * 3):
+        # Shielded and bounded: a finished result is not dropped because the worker is stopping.
+        with trio.CancelScope(shield=True), trio.move_on_after(self.settings.request_timeout + 5):
             try:
                 await self._call("POST", f"/v1/agent/tasks/{task_id}/result", result)
             except _Retryable:
-                pass
+                # The control plane is unreachable: persist the result first (a worker restart
+                # replays it).  A worker crash before this point is covered by the lease: the
+                # task is retried elsewhere.
+                await _write_atomic(path, json.dumps({"task_id": task_id, "body": result}, separators=(",", ":")))
             except _Refused as exc:
                 log.warning("task %s: result refused (%s)", task_id, exc.status)
                 self.completed += 1
@@ -379,18 +382,16 @@ class Worker:
             else:
                 self.completed += 1
                 return
-            # The control plane is unreachable: persist the result first (a worker restart replays
-            # it), then keep trying with backoff.  A worker crash before this point is covered by
-            # the lease: the task is retried elsewhere.
-            await _write_atomic(path, json.dumps({"task_id": task_id, "body": result}, separators=(",", ":")))
-            try:
-                await self._call_retrying("POST", f"/v1/agent/tasks/{task_id}/result", result)
-            except _Retryable:
-                return  # stays in the outbox; the replay loop sends it later
-            except _Refused as exc:
-                log.warning("task %s: result refused (%s)", task_id, exc.status)
-            await trio.Path(path).unlink(missing_ok=True)
-            self.completed += 1
+        if not await trio.Path(path).exists():
+            return  # cut short before it was queued: the lease expiry retries the task
+        try:
+            await self._call_retrying("POST", f"/v1/agent/tasks/{task_id}/result", result)
+        except _Retryable:
+            return  # stays in the outbox; the replay loop sends it later
+        except _Refused as exc:
+            log.warning("task %s: result refused (%s)", task_id, exc.status)
+        await trio.Path(path).unlink(missing_ok=True)
+        self.completed += 1
 
     async def _replay_loop(self) -> None:
         while True:

@@ -135,8 +135,15 @@ def validate_token(raw: str | None) -> str | None:
     return raw
 
 
+# What JavaScript's String.prototype.trim() removes (the reference agent trims the timeout so).
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
 def _timeout_ms(raw: str | None) -> int:
-    if raw is None or raw == "":
+    raw = (raw or "").strip(_JS_WHITESPACE)
+    if not raw:
         return DEFAULT_TIMEOUT_MS
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not (_MIN_TIMEOUT_MS <= int(raw) <= _MAX_TIMEOUT_MS):
         raise AgentrtError(

@@ -13,7 +13,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["render_markdown", "qr_svg", "relative_time", "MAX_TITLE"]
+__all__ = ["render_markdown", "qr_svg", "relative_time", "until", "title_of", "MAX_TITLE"]
 
 #: Thread titles are cut to this many characters.
 MAX_TITLE = 60
@@ -68,6 +68,16 @@ def relative_time(then: float | None, now: float | None = None) -> str:
     if delta < 86400:
         return f"{round(delta / 3600)} h ago"
     return f"{round(delta / 86400)} d ago"
+
+
+def until(when: float | None, now: float | None = None) -> str:
+    """A future Unix time as "in 12 s" ("" when unset or past)."""
+    if when is None:
+        return ""
+    delta = when - (time.time() if now is None else now)
+    if delta <= 0:
+        return ""
+    return f"in {round(delta)} s" if delta < 120 else f"in {round(delta / 60)} min"
 
 
 def title_of(prompt: str | None, fallback: str) -> str:

@@ -1,0 +1,279 @@
+"""The starlette application: pages, the JSON API, the event streams, static files.
+
+Pages are rendered on the server with Jinja2 (autoescaping on); the page
+scripts live in ``static/`` (the CSP forbids inline script) and talk to the
+``/api/`` routes with the session's CSRF token in a header.  State-changing
+routes are POST only.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from agentrt.errors import AgentrtError
+
+from ._bots import ACTIONS, BotManager, public_bot, qr_url_of
+from ._chat import ChatManager, valid_thread_name
+from ._hub import Hub, sse_frame
+from ._render import qr_svg, relative_time, render_markdown, until
+from ._security import SecurityMiddleware, Sessions
+
+__all__ = ["WebState", "build_app"]
+
+_HERE = Path(__file__).parent
+_TIMELINE_PAGE = 50
+
+_STATUS = {
+    "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
+    "prompt_too_long": 413, "invalid_thread_name": 400, "unknown_action": 400, "bad_request": 400,
+    "supervisor_unavailable": 409, "bots_unavailable": 404,
+}  # fmt: skip
+
+
+@attrs.define
+class WebState:
+    """What the routes share."""
+
+    hub: Hub
+    chats: ChatManager
+    bots: BotManager
+    sessions: Sessions
+    token: str | None
+    started: float = attrs.Factory(time.time)
+
+
+def _error(exc: AgentrtError) -> JSONResponse:
+    return JSONResponse({"error": {"code": exc.code, "detail": exc.detail}}, status_code=_STATUS.get(exc.code, 502))
+
+
+def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = False) -> Any:
+    """The ASGI application, wrapped in the security middleware."""
+    templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    templates.env.globals["relative_time"] = relative_time
+    templates.env.globals["until"] = until
+    templates.env.filters["markdown"] = render_markdown
+
+    def ctx(request: Request, **extra: Any) -> dict[str, Any]:
+        session = request.state.session
+        return {"request": request, "csrf": session.csrf if session is not None else "",
+                "auth_enabled": state.token is not None, "bots_available": state.bots.available, **extra}
+
+    def thread_name(request: Request) -> str:
+        name = str(request.path_params["name"])
+        if not valid_thread_name(name):
+            raise AgentrtError("invalid_thread_name", "thread names are 1-64 of [A-Za-z0-9._-]")
+        return name
+
+    # -- pages -------------------------------------------------------------
+    async def index(request: Request) -> Response:
+        threads = await state.chats.list_threads(request.query_params.get("q", ""))
+        return templates.TemplateResponse(request, "chat.html", ctx(
+            request, threads=threads, thread=None, turns=[], live=None, q=request.query_params.get("q", "")))
+
+    async def thread_page(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            if not await state.chats.exists(name):
+                raise AgentrtError("unknown_thread", "no such thread")
+        except AgentrtError as exc:
+            return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=_STATUS.get(exc.code, 400))
+        threads = await state.chats.list_threads(request.query_params.get("q", ""))
+        turns = await state.chats.turns(name)
+        live = state.chats.live(name)
+        live_state = live.sink.live.public() if live is not None and live.busy else None
+        return templates.TemplateResponse(request, "chat.html", ctx(
+            request, threads=threads, thread=name, turns=turns, live=live_state,
+            q=request.query_params.get("q", "")))
+
+    async def bots_page(request: Request) -> Response:
+        bots = [public_bot(r) for r in await state.bots.list()]
+        counts: dict[str, int] = {}
+        for b in bots:
+            counts[b["status"]] = counts.get(b["status"], 0) + 1
+        return templates.TemplateResponse(request, "bots.html", ctx(
+            request, bots=bots, counts=sorted(counts.items()), mode=state.bots.mode))
+
+    async def bot_page(request: Request) -> Response:
+        try:
+            rec = await state.bots.get(str(request.path_params["bot_id"]))
+        except AgentrtError as exc:
+            return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=404)
+        try:
+            offset = max(0, int(request.query_params.get("offset", "0")))
+        except ValueError:
+            offset = 0
+        timeline = await state.bots.timeline(rec.bot_id, offset, _TIMELINE_PAGE + 1)
+        more = len(timeline) > _TIMELINE_PAGE
+        name = "_bot_body.html" if request.query_params.get("fragment") == "1" else "bot.html"
+        return templates.TemplateResponse(request, name, ctx(
+            request, bot=public_bot(rec), timeline=list(timeline)[:_TIMELINE_PAGE], offset=offset, more=more,
+            page=_TIMELINE_PAGE, actions=ACTIONS, mode=state.bots.mode))
+
+    async def bot_qr(request: Request) -> Response:
+        try:
+            rec = await state.bots.get(str(request.path_params["bot_id"]))
+        except AgentrtError as exc:
+            return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=404)
+        url = qr_url_of(rec)
+        if url is None:
+            return PlainTextResponse("no_qr_code: the bot is not waiting for a QR login", status_code=404,
+                                     headers={"cache-control": "no-store"})
+        return Response(qr_svg(url), media_type="image/svg+xml", headers={"cache-control": "no-store"})
+
+    async def bot_action(request: Request) -> Response:
+        bot_id = str(request.path_params["bot_id"])
+        action = str(request.path_params["action"])
+        try:
+            await state.bots.act(bot_id, action)
+        except AgentrtError as exc:
+            if _wants_json(request):
+                return _error(exc)
+            return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=_STATUS.get(exc.code, 502))
+        if _wants_json(request):
+            return JSONResponse({"ok": True})
+        return RedirectResponse(f"/bots/{bot_id}", status_code=303)
+
+    # -- login ---------------------------------------------------------------
+    async def login_page(request: Request) -> Response:
+        return templates.TemplateResponse(request, "login.html", ctx(
+            request, error=None, next=_next(request.query_params.get("next", "/"))))
+
+    async def login_submit(request: Request) -> Response:
+        form = await request.form()
+        security: SecurityMiddleware = request.state.security
+        nxt = _next(str(form.get("next", "/")))
+        candidate = str(form.get("token", ""))
+        if state.token is None or not security.check_token(candidate):
+            return templates.TemplateResponse(request, "login.html", ctx(
+                request, error="That token is not right.", next=nxt), status_code=401)
+        old = request.state.session
+        if old is not None:
+            state.sessions.drop(old.id)
+        fresh = state.sessions.new(authenticated=True)  # a new id on login: no session fixation
+        response = RedirectResponse(nxt, status_code=303)
+        key, value = security.cookie_header(fresh)
+        response.raw_headers.append((key, value))
+        return response
+
+    async def logout(request: Request) -> Response:
+        if request.state.session is not None:
+            state.sessions.drop(request.state.session.id)
+        return RedirectResponse("/login", status_code=303)
+
+    # -- API -------------------------------------------------------------------
+    async def api_threads(request: Request) -> Response:
+        return JSONResponse({"threads": await state.chats.list_threads(request.query_params.get("q", ""))})
+
+    async def api_new_thread(request: Request) -> Response:
+        name = await state.chats.create()
+        return JSONResponse({"name": name, "url": f"/threads/{name}"}, status_code=201)
+
+    async def api_send(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            body = await _json(request)
+            text = body.get("text")
+            if not isinstance(text, str):
+                raise AgentrtError("bad_request", "text must be a string")
+            await state.chats.send(name, text)
+        except AgentrtError as exc:
+            return _error(exc)
+        return JSONResponse({"ok": True}, status_code=202)
+
+    async def api_cancel(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            cancelled = await state.chats.cancel(name)
+        except AgentrtError as exc:
+            return _error(exc)
+        return JSONResponse({"cancelled": cancelled})
+
+    async def api_delete(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            ok = await state.chats.delete(name)
+        except AgentrtError as exc:
+            return _error(exc)
+        if not ok:
+            return _error(AgentrtError("unknown_thread", "no such thread"))
+        return JSONResponse({"deleted": name})
+
+    async def api_bots(request: Request) -> Response:
+        return JSONResponse({"bots": [public_bot(r) for r in await state.bots.list()], "mode": state.bots.mode})
+
+    # -- streams ---------------------------------------------------------------
+    def sse(topic: str, first: bytes = b"") -> StreamingResponse:
+        return StreamingResponse(
+            state.hub.stream(topic, first), media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def thread_events(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+        except AgentrtError as exc:
+            return _error(exc)
+        return sse(f"thread:{name}")
+
+    async def bots_events(request: Request) -> Response:
+        return sse("bots")
+
+    async def bot_events(request: Request) -> Response:
+        return sse(f"bot:{request.path_params['bot_id']}", sse_frame({"hello": True}, event="hello"))
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True, "uptime": round(time.time() - state.started, 3)})
+
+    routes = [
+        Route("/", index),
+        Route("/threads/{name}", thread_page),
+        Route("/bots", bots_page),
+        Route("/bots/{bot_id}", bot_page),
+        Route("/bots/{bot_id}/qr.svg", bot_qr),
+        Route("/bots/{bot_id}/{action}", bot_action, methods=["POST"]),
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login_submit, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/api/health", health),
+        Route("/api/threads", api_threads, methods=["GET"]),
+        Route("/api/threads", api_new_thread, methods=["POST"]),
+        Route("/api/threads/{name}/messages", api_send, methods=["POST"]),
+        Route("/api/threads/{name}/cancel", api_cancel, methods=["POST"]),
+        Route("/api/threads/{name}/delete", api_delete, methods=["POST"]),
+        Route("/api/bots", api_bots),
+        Route("/events/threads/{name}", thread_events),
+        Route("/events/bots", bots_events),
+        Route("/events/bots/{bot_id}", bot_events),
+        Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    return SecurityMiddleware(
+        app, sessions=state.sessions, token=state.token, loopback_only=loopback_only, secure_cookie=secure_cookie
+    )
+
+
+def _wants_json(request: Request) -> bool:
+    return "application/json" in request.headers.get("accept", "")
+
+
+def _next(value: str) -> str:
+    return value if value.startswith("/") and not value.startswith("//") and "\\" not in value else "/"
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except Exception:
+        raise AgentrtError("bad_request", "the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise AgentrtError("bad_request", "the body must be a JSON object")
+    return body

@@ -1,0 +1,137 @@
+"""Running the web UI: hypercorn's trio worker inside the runtime's nursery.
+
+:func:`serve_web` owns one nursery holding the HTTP server, the open threads'
+agent processes and the bot supervisor.  Stopping (``stop`` is set, or
+SIGINT/SIGTERM in the command) closes the hub first, which ends every
+server-sent-event stream at once, then triggers hypercorn's shutdown, then
+stops the agents and the supervisor (each bounded).  So shutdown never waits
+for browsers to hang up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from agentrt.errors import AgentrtError
+
+from ._security import is_loopback_host
+
+__all__ = ["WebOptions", "serve_web", "resolve_token"]
+
+_GRACE = 2.0
+
+
+@attrs.frozen(kw_only=True)
+class WebOptions:
+    """How to serve."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    supervise_bots: bool = True
+    term_grace: float | None = None
+
+
+def resolve_token(env: Mapping[str, str]) -> str | None:
+    """The configured access token: ``AGENTRT_WEB_TOKEN``, else ``AGENTRT_WEB_PASSWORD`` (blank is none)."""
+    for key in ("AGENTRT_WEB_TOKEN", "AGENTRT_WEB_PASSWORD"):
+        value = env.get(key, "").strip()
+        if value:
+            if len(value) < 8:
+                raise AgentrtError("web_token_too_short", f"{key} must be at least 8 characters")
+            return value
+    return None
+
+
+async def serve_web(
+    options: WebOptions,
+    *,
+    env: Mapping[str, str] | None = None,
+    stop: trio.Event | None = None,
+    on_ready: Callable[[list[str]], None] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until ``stop`` is set; ``task_status.started`` gets the bound URLs (``state`` after)."""
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    from agentrt import LaunchSpec, get_plugins
+
+    from ._app import WebState, build_app
+    from ._bots import BotManager
+    from ._chat import ChatManager
+    from ._hub import Hub
+    from ._security import Sessions
+
+    env = dict(os.environ if env is None else env)
+    loopback = is_loopback_host(options.host)
+    if not loopback and not options.token:
+        raise AgentrtError(
+            "web_token_required",
+            f"binding {options.host!r} (not loopback) needs AGENTRT_WEB_TOKEN or AGENTRT_WEB_PASSWORD",
+        )
+    plugins = get_plugins()
+    launch = LaunchSpec.from_env(env)
+    store = plugins.thread_store(env)
+    if store is None:
+        raise AgentrtError("thread_store_unavailable", "agentrt web needs a thread store plugin (agentrt-sqlite)")
+    stop = stop or trio.Event()
+    hub = Hub()
+    server_done = trio.Event()
+
+    async def shutdown_trigger() -> None:
+        await stop.wait()
+        hub.close()  # our own streams first: hypercorn then has no open response to wait for
+
+    config = Config()
+    config.bind = [f"[{options.host}]:{options.port}" if ":" in options.host else f"{options.host}:{options.port}"]
+    config.graceful_timeout = _GRACE
+    config.accesslog = None
+    config.errorlog = "-"
+    config.loglevel = "WARNING"
+    config.keep_alive_timeout = 5.0
+
+    async with trio.open_nursery() as nursery:
+        chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
+                            term_grace=options.term_grace)
+        bots = BotManager(nursery, hub=hub, env=env, supervise=options.supervise_bots)
+        state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
+        app = build_app(state, loopback_only=loopback)
+        try:
+            await bots.start()
+
+            async def run_server(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+                try:
+                    await serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)
+                finally:
+                    server_done.set()
+
+            urls: list[str] = await nursery.start(run_server)
+            if on_ready is not None:
+                on_ready(urls)
+            task_status.started(state)
+            await server_done.wait()
+        finally:
+            stop.set()
+            hub.close()
+            with trio.CancelScope(shield=True):
+                await chats.aclose()
+                await bots.aclose()
+                closer = getattr(store, "aclose", None)
+                if closer is not None:
+                    with trio.move_on_after(5):
+                        await closer()
+            nursery.cancel_scope.cancel()
+
+
+def announce(urls: list[str]) -> None:
+    """Print where the server listens (the first line the command prints; tests read it)."""
+    for url in urls:
+        print(f"agentrt web: serving on {url}", flush=True)
+    sys.stdout.flush()

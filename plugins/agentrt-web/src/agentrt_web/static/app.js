@@ -1,0 +1,301 @@
+// agentrt web UI. No framework; no inline script anywhere (the CSP forbids it).
+// Agent text is only ever inserted with textContent while it streams; the
+// finished reply is HTML rendered (and sanitized by construction) on the server.
+"use strict";
+
+(function () {
+  const csrf = () => document.querySelector('meta[name="csrf-token"]').content;
+
+  async function post(url, body) {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrf() },
+      body: body === undefined ? "{}" : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { data = {}; }
+    return { ok: res.ok, status: res.status, data: data };
+  }
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // ---- threads sidebar ---------------------------------------------------
+  function initSidebar() {
+    const btn = document.getElementById("new-thread");
+    if (btn) {
+      btn.addEventListener("click", async () => {
+        const r = await post("/api/threads");
+        if (r.ok) window.location.assign(r.data.url);
+      });
+    }
+    const search = document.getElementById("thread-search");
+    if (search) {
+      search.addEventListener("input", () => {
+        const q = search.value.trim().toLowerCase();
+        document.querySelectorAll("#thread-list li[data-name]").forEach((li) => {
+          const hit = !q || li.dataset.title.includes(q) || li.dataset.name.toLowerCase().includes(q);
+          li.hidden = !hit;
+        });
+      });
+    }
+    document.querySelectorAll("#thread-list button.delete").forEach((b) => {
+      b.addEventListener("click", async (ev) => {
+        ev.preventDefault();
+        const name = b.dataset.name;
+        if (!window.confirm("Delete this thread and its history?")) return;
+        const r = await post("/api/threads/" + encodeURIComponent(name) + "/delete");
+        if (r.ok) {
+          if (document.body.dataset.thread === name) window.location.assign("/");
+          else b.closest("li").remove();
+        }
+      });
+    });
+  }
+
+  // ---- one conversation ---------------------------------------------------
+  function initChat() {
+    const thread = document.body.dataset.thread;
+    if (!thread) return;
+    const messages = document.getElementById("messages");
+    const form = document.getElementById("composer");
+    const prompt = document.getElementById("prompt");
+    const stopBtn = document.getElementById("stop");
+    const sendBtn = document.getElementById("send");
+    let current = document.getElementById("live-turn");
+    let lastPrompt = "";
+
+    function scroll() { messages.scrollTop = messages.scrollHeight; }
+
+    function busy(on) {
+      stopBtn.hidden = !on;
+      sendBtn.disabled = on;
+    }
+    busy(!!current);
+
+    function newTurn(promptText) {
+      const user = el("div", "msg user");
+      user.appendChild(el("div", "bubble", promptText));
+      messages.appendChild(user);
+      const a = el("div", "msg assistant streaming");
+      a.appendChild(el("ul", "steps"));
+      const bubble = el("div", "bubble reply");
+      bubble.appendChild(el("div", "stream"));
+      a.appendChild(bubble);
+      a.appendChild(el("div", "status"));
+      a.appendChild(el("div", "meta"));
+      messages.appendChild(a);
+      current = a;
+      scroll();
+      return a;
+    }
+
+    function ensureTurn() { return current || newTurn(lastPrompt); }
+
+    function meta(node, m) {
+      const parts = [];
+      if (m.usage && m.usage.input_tokens !== undefined) {
+        parts.push(m.usage.input_tokens + " in · " + (m.usage.output_tokens || 0) + " out");
+      }
+      if (m.duration !== null && m.duration !== undefined) parts.push(m.duration.toFixed(2) + " s");
+      node.querySelector(".meta").textContent = parts.join(" · ");
+    }
+
+    function finish(m) {
+      const a = ensureTurn();
+      a.classList.remove("streaming");
+      a.querySelector(".status").textContent = "";
+      const bubble = a.querySelector(".bubble");
+      if (m.k === "done") {
+        // Server-rendered Markdown: markdown-it with raw HTML disabled and its link validator.
+        bubble.innerHTML = m.html;
+      } else if (m.code === "turn_cancelled") {
+        bubble.innerHTML = m.html;
+        bubble.appendChild(el("p", "stopped", "Stopped."));
+      } else {
+        a.classList.add("failed");
+        bubble.className = "bubble error-bubble";
+        bubble.setAttribute("role", "alert");
+        bubble.innerHTML = m.html;
+        const code = el("p", "error-code");
+        code.appendChild(el("code", "", m.code));
+        if (m.message) code.appendChild(document.createTextNode(" " + m.message));
+        bubble.appendChild(code);
+        const retry = el("button", "retry", "Retry");
+        retry.type = "button";
+        retry.dataset.prompt = lastPrompt;
+        bubble.appendChild(retry);
+      }
+      meta(a, m);
+      a.removeAttribute("id");
+      current = null;
+      busy(false);
+      scroll();
+    }
+
+    function apply(m) {
+      switch (m.k) {
+        case "turn_started":
+          lastPrompt = m.prompt;
+          if (!current || current.dataset.turn) newTurn(m.prompt);
+          current.dataset.turn = String(m.turn);
+          busy(true);
+          break;
+        case "text": {
+          const stream = ensureTurn().querySelector(".stream");
+          if (stream) stream.appendChild(document.createTextNode(m.text));
+          scroll();
+          break;
+        }
+        case "tool": {
+          const li = el("li", "step running", m.label);
+          li.dataset.id = m.id;
+          ensureTurn().querySelector(".steps").appendChild(li);
+          break;
+        }
+        case "tool_result":
+          ensureTurn().querySelectorAll(".steps li").forEach((li) => {
+            if (li.dataset.id === m.id) li.className = "step " + m.state;
+          });
+          break;
+        case "status":
+          ensureTurn().querySelector(".status").textContent = m.label;
+          break;
+        case "done":
+        case "failed":
+          finish(m);
+          break;
+        default:
+          break;
+      }
+    }
+
+    const es = new EventSource("/events/threads/" + encodeURIComponent(thread));
+    es.onmessage = (ev) => {
+      const data = JSON.parse(ev.data);
+      for (const m of data.m) apply(m);
+    };
+    es.onerror = () => {
+      // The stream was dropped (server restart or this page fell behind): redraw from the server.
+      es.close();
+      window.setTimeout(() => window.location.reload(), 1500);
+    };
+
+    async function send(text) {
+      if (!text.trim()) return;
+      lastPrompt = text;
+      newTurn(text);
+      busy(true);
+      const r = await post("/api/threads/" + encodeURIComponent(thread) + "/messages", { text: text });
+      if (!r.ok) {
+        const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "" };
+        finish({ k: "failed", html: "", code: err.code, message: err.detail, usage: null, duration: null });
+      }
+    }
+
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const text = prompt.value;
+      prompt.value = "";
+      send(text);
+    });
+    prompt.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey) {
+        ev.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    stopBtn.addEventListener("click", async () => {
+      stopBtn.disabled = true;
+      await post("/api/threads/" + encodeURIComponent(thread) + "/cancel");
+      stopBtn.disabled = false;
+    });
+    messages.addEventListener("click", (ev) => {
+      const t = ev.target;
+      if (t instanceof HTMLButtonElement && t.classList.contains("retry")) send(t.dataset.prompt || lastPrompt);
+    });
+    scroll();
+  }
+
+  // ---- bots -----------------------------------------------------------------
+  function initConfirmForms() {
+    document.addEventListener("submit", (ev) => {
+      const f = ev.target;
+      if (f instanceof HTMLFormElement && f.classList.contains("confirm")) {
+        if (!window.confirm(f.dataset.confirm || "Are you sure?")) ev.preventDefault();
+      }
+    });
+  }
+
+  function initBots() {
+    if (!document.body.classList.contains("bots-page")) return;
+    const es = new EventSource("/events/bots");
+    es.onmessage = (ev) => {
+      const data = JSON.parse(ev.data);
+      const b = data.bot;
+      if (!b) return;
+      const row = document.querySelector('#bot-table tr[data-bot="' + CSS.escape(b.bot_id) + '"]');
+      if (!row) { window.location.reload(); return; }
+      const badge = row.querySelector('[data-field="status"]');
+      badge.textContent = b.status;
+      badge.className = "badge " + b.status;
+      row.querySelector('[data-field="desired_state"]').textContent = b.desired_state;
+      row.querySelector('[data-field="restart_count"]').textContent = String(b.restart_count);
+      row.querySelector('[data-field="last_error_code"]').textContent = b.last_error_code || "";
+      recount();
+    };
+    es.onerror = () => { es.close(); window.setTimeout(() => window.location.reload(), 2000); };
+  }
+
+  function recount() {
+    const counts = {};
+    document.querySelectorAll('#bot-table [data-field="status"]').forEach((n) => {
+      counts[n.textContent] = (counts[n.textContent] || 0) + 1;
+    });
+    const p = document.getElementById("bot-counts");
+    p.textContent = "";
+    Object.keys(counts).sort().forEach((s) => {
+      const span = el("span", "badge " + s, counts[s] + " " + s);
+      span.dataset.state = s;
+      p.appendChild(span);
+      p.appendChild(document.createTextNode(" "));
+    });
+  }
+
+  function initBot() {
+    const id = document.body.dataset.bot;
+    if (!id) return;
+    let pending = null;
+    async function refresh() {
+      // The body is rendered (and escaped) on the server; the fragment replaces the old one.
+      const res = await fetch("/bots/" + encodeURIComponent(id) + "?fragment=1", { credentials: "same-origin" });
+      if (!res.ok) return;
+      const html = await res.text();
+      const tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      const fresh = tpl.content.getElementById("bot-body");
+      const old = document.getElementById("bot-body");
+      if (fresh && old) old.replaceWith(fresh);
+    }
+    const es = new EventSource("/events/bots/" + encodeURIComponent(id));
+    es.onmessage = () => {
+      if (pending) return;
+      pending = window.setTimeout(async () => { pending = null; await refresh(); }, 50);
+    };
+    es.addEventListener("hello", () => refresh());
+    es.onerror = () => { es.close(); window.setTimeout(() => window.location.reload(), 2000); };
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    initSidebar();
+    initChat();
+    initConfirmForms();
+    initBots();
+    initBot();
+  });
+})();
