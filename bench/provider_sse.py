@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path("/work/shared/fixtures/openai-sse")
+FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared") / "fixtures/openai-sse"
 TARGET_BYTES = 4 * 1024 * 1024
 REPEAT = 7
 

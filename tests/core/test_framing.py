@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from agentrt import AgentrtError
 from agentrt._framing import MAX_LINE_BYTES, JsonlReader, Malformed, OutputOversize, encode_line
 
-FIXTURES = pathlib.Path("/work/shared/fixtures")
+FIXTURES = (pathlib.Path(__file__).resolve().parents[2].parent / "shared") / "fixtures"
 
 
 def read_all(chunks: list[bytes]) -> list[Any]:

@@ -22,7 +22,8 @@ import orjson
 from agentrt_awp_jsonl.codec import AwpJsonlDialect
 from agentrt_stream_json.codec import StreamJsonDialect
 
-CORPUS = Path(os.environ.get("AGENTRT_BENCH_CORPUS", "/work/shared/bench/corpus.py"))
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+CORPUS = Path(os.environ.get("AGENTRT_BENCH_CORPUS", str(SHARED / "bench" / "corpus.py")))
 PASSES = 7
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-CAPTURES = Path("/work/shared/fixtures/claude-code")
+CAPTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/claude-code"
 
 
 def _load(name: str) -> list[Any]:

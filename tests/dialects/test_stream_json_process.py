@@ -21,7 +21,7 @@ from agentrt.events import ControlRequest, SessionStarted, TextDelta, TurnComple
 from agentrt.permissions import DENY_MESSAGE, PermissionDecision, PermissionRequest, deny_all
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
-CAPTURES = Path("/work/shared/fixtures/claude-code")
+CAPTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/claude-code"
 BOUND = 20
 
 

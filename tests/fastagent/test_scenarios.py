@@ -182,9 +182,12 @@ async def test_exit_without_stopped_is_a_crash(tmp_path: Path, sup_factory, stor
         await sup.add_bot("b1")
         await sup.request_start("b1")
         await recorder.wait_state("b1", "stopped")
+        await recorder.wait_for(lambda: recorder.exits("b1") == 1)
         rec = await store.get_bot("b1")
-        assert rec.restart_count == 1 and rec.backoff_until is not None
-        assert "code 3" in (rec.last_error_message or "") or rec.last_error_message is None
+        assert rec.restart_count == 1 and rec.backoff_until is not None and rec.pid is None
+        (exited,) = [e for e in recorder.events("b1") if isinstance(e, ProcessExited)]
+        assert exited.returncode == 3 and not exited.requested
+        assert recorder.kinds("b1") == ["process_started", "running"]
 
 
 async def test_account_invalid_degrades(tmp_path: Path, sup_factory, store, recorder) -> None:

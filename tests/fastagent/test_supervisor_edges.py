@@ -178,3 +178,45 @@ async def test_many_bots_with_the_c_fixture(tmp_path: Path, sup_factory, store, 
         rec = await store.get_bot(n)
         assert rec.status == "stopped" and rec.restart_count == 0
         assert recorder.kinds(n) == ["process_started", "running", "stopping", "stopped"]
+
+
+async def test_a_concurrent_desired_state_write_is_not_overwritten(tmp_path: Path, recorder) -> None:
+    import attrs
+
+    class RacyStore(MemoryBotStore):
+        """Another process sets desired=stopped right after each supervisor read, once armed."""
+
+        armed = False
+
+        async def get_bot(self, bot_id):
+            rec = await super().get_bot(bot_id)
+            if self.armed and rec is not None:
+                self.armed = False
+                await super().save_bot(attrs.evolve(rec, desired_state="stopped"))
+            return rec
+
+    store = RacyStore()
+    cfg = SupervisorConfig(instances_dir=tmp_path / "i", binary=tmp_path / "none", parent_env={})
+    async with open_supervisor(store, config=cfg, resolve=resolver(), sinks=[recorder]) as sup:
+        await store.save_bot(BotRecord(bot_id="b1", desired_state="running", status="failed"))
+        store.armed = True
+        new = await sup._update("b1", lambda r: attrs.evolve(r, last_error_code="X"))
+        assert new.desired_state == "stopped"
+        assert (await MemoryBotStore.get_bot(store, "b1")).desired_state == "stopped"
+
+
+async def test_json_store_atomic_update(tmp_path: Path) -> None:
+    import attrs
+
+    store = JsonFileBotStore(tmp_path / "s")
+    assert await store.update_bot("nope", lambda r: r) is None
+    await store.save_bot(BotRecord(bot_id="b", status="running"))
+    old, new = await store.update_bot("b", lambda r: attrs.evolve(r, status="stopping"))
+    assert old.status == "running" and new.status == "stopping"
+    assert (await store.get_bot("b")).status == "stopping"
+
+    # many concurrent updates from threads (as CLI + supervisor would): none is lost
+    async with trio.open_nursery() as n:
+        for _ in range(20):
+            n.start_soon(store.update_bot, "b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
+    assert (await store.get_bot("b")).restart_count == 20

@@ -28,9 +28,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """A private redis-server on loopback (no persistence); CI installs the Debian package."""
+def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed: apt-get install -y redis-server", pytrace=False)
@@ -41,25 +39,50 @@ def redis_url() -> Iterator[str]:
         stderr=subprocess.STDOUT,
         env={"PATH": "/usr/bin:/bin"},
     )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 10
+    seen = b""
+    # Synchronise on redis' own readiness line (bounded), not on a sleep.
+    while b"Ready to accept connections" not in seen:
+        line = proc.stdout.readline()
+        if not line or time.monotonic() > deadline:
+            _stop_redis(proc)
+            pytest.fail(f"redis-server did not start: {seen[-500:]!r}", pytrace=False)
+        seen += line
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def _stop_redis(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 10
-        seen = b""
-        # Synchronise on redis' own readiness line (bounded), not on a sleep.
-        while b"Ready to accept connections" not in seen:
-            line = proc.stdout.readline()
-            if not line or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start: {seen[-500:]!r}", pytrace=False)
-            seen += line
-        yield f"redis://127.0.0.1:{port}/0"
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A private redis-server on loopback (no persistence), shared by the session; CI installs the package."""
+    proc, url = _start_redis()
+    try:
+        yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
+        _stop_redis(proc)
+
+
+@pytest.fixture
+def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A redis-server of this test alone (the test may stop it); ``(process, url)``."""
+    proc, url = _start_redis()
+    try:
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            _stop_redis(proc)
+        elif proc.stdout is not None:
             proc.stdout.close()
 
 

@@ -285,3 +285,15 @@ async def test_repeated_submission_runs_once(
         ToolContext(session_id="sess", turn_identity="f" * 64, tool_call_id="call_10"),
     )
     assert other["task_id"] != first["task_id"] and ledger.read_text() == "ran\nran\n"
+
+
+async def test_services_stop_cleanly_on_sigterm(
+    spawn_cli: Any, cli_environment: Any, tmp_path: Path, backend: str, redis_for: str | None
+) -> None:
+    url = await start_control_plane(spawn_cli, cli_environment, tmp_path, backend, redis_for)
+    worker = await start_worker(spawn_cli, cli_environment, url, tmp_path / "w", "worker-z")
+    worker.process.send_signal(signal.SIGTERM)
+    with trio.fail_after(10):
+        assert await worker.process.wait() == 0
+    async with httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {API_KEY}"}) as client:
+        assert (await client.get("/v1/tasks")).status_code == 200  # the control plane is still serving

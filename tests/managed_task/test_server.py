@@ -158,6 +158,10 @@ def test_api_key_sources(tmp_path: Any) -> None:
     with pytest.raises(AgentrtError) as weak:
         load_api_key({"AGENTRT_CONTROL_PLANE_API_KEY": "short"})
     assert weak.value.code == "weak_control_plane_api_key"
+    for weak in ("k" * 20, "abababababababab", "ChangeMe-ChangeMe", "0123456789abcdef"):
+        with pytest.raises(AgentrtError) as placeholder:
+            load_api_key({"AGENTRT_CONTROL_PLANE_API_KEY": weak})
+        assert placeholder.value.code == "weak_control_plane_api_key" and weak not in str(placeholder.value)
     with pytest.raises(AgentrtError) as unreadable:
         load_api_key({}, str(tmp_path / "missing"))
     assert unreadable.value.code == "control_plane_api_key_unreadable"
@@ -182,3 +186,28 @@ def test_cli_refuses_non_loopback_bind() -> None:
         timeout=30,
     )
     assert done.returncode == 2 and "control_plane_bind_not_loopback" in done.stderr
+
+
+async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, control_plane: Any) -> None:
+    from agentrt_managed_task._server import open_store
+    from agentrt_managed_task._tool import ManagedTaskTool
+    from agentrt_managed_task.api import ClientConfig
+
+    from agentrt.tools import ToolContext
+
+    proc, url = private_redis
+    store = await open_store(redis_url=url, prefix="outage:")
+    try:
+        base = await control_plane(store)
+        proc.terminate()
+        await trio.to_thread.run_sync(proc.wait, 10)
+        async with client(base) as c:
+            with trio.fail_after(15):
+                response = await c.post("/v1/tasks", json={"task_type": "command", "payload": {}})
+        assert response.status_code == 500 and response.json() == {"detail": "internal error"}
+        tool = ManagedTaskTool(ClientConfig(base_url=base, api_key=API_KEY))
+        with pytest.raises(AgentrtError) as info:
+            await tool.call({"argv": ["echo"]}, ToolContext(session_id="s", turn_identity="t", tool_call_id="c"))
+        assert info.value.code == "control_plane_http_500"
+    finally:
+        store.core.close()

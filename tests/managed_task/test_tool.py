@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Any
 
@@ -219,3 +220,20 @@ async def test_terminal_output_fields_are_sanitised() -> None:
         result = await tool_for(server.url).call({"argv": ["echo"]}, CTX)
     assert result == {"task_id": task_id, "status": "failed", "exit_code": None, "stdout": "", "stderr": ""}
     assert json.dumps(result)  # JSON-serialisable for the tool message
+
+
+async def test_no_fd_leak_across_calls() -> None:
+    task_id = str(uuid.uuid4())
+    done = ReplayResponse.json(_row(task_id, "success", result={"output": {"stdout": "", "exit_code": 0}}))
+
+    def answer(request: ReplayRequest) -> ReplayResponse:
+        return done
+
+    async with serve_replay(answer) as server:
+        tool = tool_for(server.url)
+        await tool.call({"argv": ["echo"]}, CTX)  # warm up lazy imports and caches
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            assert (await tool.call({"argv": ["echo"]}, CTX))["status"] == "success"
+        after = len(os.listdir("/proc/self/fd"))
+    assert after <= before + 2

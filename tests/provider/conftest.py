@@ -13,7 +13,7 @@ from agentrt_openai import OpenAIConfig, OpenAIProvider
 from agentrt.provider import ProviderChunk, ProviderRequest, ToolSchema
 from agentrt.testing import ReplayResponse, ReplayServer, serve_replay
 
-FIXTURES = Path("/work/shared/fixtures/openai-sse")
+FIXTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/openai-sse"
 TOKEN = "sk-test-4f9a0c1d-secret-value"
 
 

@@ -145,11 +145,14 @@ def _desired(name: str, change: Callable[[BotRecord], BotRecord], verb: str) -> 
         check_bot_id(name)
         rec = await store.get_bot(name)
         if rec is None and name in cfg.bots:
-            rec = BotRecord(bot_id=name)
-        if rec is None:
+            await store.save_bot(BotRecord(bot_id=name))
+        elif rec is None:
             raise AgentrtError("unknown_bot", f"no bot named {name!r} (add it with `agentrt bots add`)")
-        rec = change(rec)
-        await store.save_bot(rec)
+        atomic = getattr(store, "update_bot", None)
+        if atomic is not None:  # the JSON store: atomic against a running supervisor
+            await atomic(name, change)
+        else:
+            await store.save_bot(change(await _known(store, name)))
         click.echo(f"{name}: {verb} (a running `agentrt bots supervise` applies it)")
 
     _run(go)

@@ -16,7 +16,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,20 @@ class JsonFileBotStore:
             bots[record.bot_id] = record_to_dict(attrs.evolve(record, updated_at=time.time()))
             self._write(bots)
 
+    def _update(self, bot_id: str, change: Callable[[BotRecord], BotRecord]) -> tuple[BotRecord, BotRecord] | None:
+        with self._locked():
+            bots = self._read()
+            data = bots.get(bot_id)
+            if not isinstance(data, Mapping):
+                return None
+            old = record_from_dict(data)
+            new = change(old)
+            if new is not old:
+                new = attrs.evolve(new, updated_at=time.time())
+                bots[bot_id] = record_to_dict(new)
+                self._write(bots)
+            return old, new
+
     def _list(self) -> list[BotRecord]:
         with self._locked():
             bots = self._read()
@@ -175,6 +189,15 @@ class JsonFileBotStore:
     async def list_bots(self) -> Sequence[BotRecord]:
         """Every bot, ordered by id."""
         return await trio.to_thread.run_sync(self._list)
+
+    async def update_bot(
+        self, bot_id: str, change: Callable[[BotRecord], BotRecord]
+    ) -> tuple[BotRecord, BotRecord] | None:
+        """Atomic read-modify-write under the file lock: ``(old, new)``, or ``None`` if unknown.
+
+        ``change`` runs in a worker thread while the lock is held: it must be quick and pure.
+        """
+        return await trio.to_thread.run_sync(self._update, bot_id, change)
 
     async def delete_bot(self, bot_id: str) -> None:
         """Forget a bot and its timeline."""

@@ -230,12 +230,26 @@ class Supervisor:
         Once saved, ``events`` and the resulting state change (if any) go out in one batch.
         """
         async with self._lock(bot_id):
-            rec = await self.store.get_bot(bot_id)
-            if rec is None:
-                raise AgentrtError("unknown_bot", f"no bot named {bot_id!r}")
-            new = change(rec)
-            if new is not rec:
-                await self.store.save_bot(new)
+            atomic = getattr(self.store, "update_bot", None)
+            if atomic is not None:
+                pair: tuple[BotRecord, BotRecord] | None = await atomic(bot_id, change)
+                if pair is None:
+                    raise AgentrtError("unknown_bot", f"no bot named {bot_id!r}")
+                rec, new = pair
+            else:
+                got = await self.store.get_bot(bot_id)
+                if got is None:
+                    raise AgentrtError("unknown_bot", f"no bot named {bot_id!r}")
+                rec = got
+                new = change(rec)
+                if new is not rec:
+                    if new.desired_state == rec.desired_state:
+                        # Another process (the CLI) may have changed the desired state
+                        # since we read it: never write back a stale one.
+                        fresh = await self.store.get_bot(bot_id)
+                        if fresh is not None and fresh.desired_state != rec.desired_state:
+                            new = attrs.evolve(new, desired_state=fresh.desired_state)
+                    await self.store.save_bot(new)
         out = list(events)
         if new.status != rec.status:
             out.append(StateChanged(state=new.status, previous=rec.status, reason=_reason(new)))

@@ -83,19 +83,24 @@ async def run_chain(
 ) -> tuple[TurnCompleted | TurnFailed, str | None]:
     """One turn through agentrt hosting the agent; deltas go to stdout as they come."""
     terminal: TurnCompleted | TurnFailed | None = None
+    last = "\n"
     async with open_conversation(launch, parent_env=env, resume=resume) as conv:
         async for event in conv.send(prompt):
-            if isinstance(event, TextDelta):
+            if isinstance(event, TextDelta) and event.text:
                 await _write(event.text)
+                last = event.text[-1]
             elif isinstance(event, TurnCompleted | TurnFailed):
                 terminal = event
         session_id = conv.session_id
+    if last != "\n":
+        await _write("\n")
     assert terminal is not None
     return terminal, session_id
 
 
 async def _main(prompt: str, resume: str | None, python: str | None, gguf: str | None) -> int:
     env = dict(os.environ)
+    started: str | None = None
     async with AsyncExitStack() as stack:
         base_url = env.get("AGENTRT_API_BASE_URL", "").strip()
         if base_url:
@@ -105,11 +110,13 @@ async def _main(prompt: str, resume: str | None, python: str | None, gguf: str |
             path = gguf or await find_gguf(interpreter, server_env(env))
             _err("starting the local model server (first start loads the model)...")
             server = await stack.enter_async_context(serve_local_model(interpreter, path, env, MODEL_ALIAS))
+            started = server.base_url
             base_url, model = server.base_url, server.model
         command = await trio.to_thread.run_sync(_agent_executable)
         launch = agent_launch(base_url, model, env, command)
         terminal, session_id = await run_chain(prompt, launch, env, resume)
-    await _write("\n")
+    if started is not None:
+        _err(f"stopped the local model server at {started}")
     if session_id:
         _err(f"session {session_id} (continue with: agentrt demo --resume {session_id} PROMPT)")
     if isinstance(terminal, TurnFailed):

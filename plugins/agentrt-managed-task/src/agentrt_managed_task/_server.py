@@ -27,6 +27,20 @@ from ._store import AgentOffline, StoreConflict, StoreNotFound, ThreadedStore
 __all__ = ["ControlPlaneSettings", "build_app", "serve_control_plane", "open_store", "load_api_key"]
 
 log = logging.getLogger("agentrt.control_plane")
+#: Placeholders seen in examples; a key this guessable protects nothing.
+_WEAK_KEYS = frozenset(
+    {
+        "changeme-changeme",
+        "change-me-change-me",
+        "development-api-key",
+        "dev-api-key-change-me",
+        "0123456789abcdef",
+        "1234567890123456",
+        "abcdefghijklmnop",
+        "secretsecretsecret",
+        "passwordpassword",
+    }
+)
 
 KEY_VAR = "AGENTRT_CONTROL_PLANE_API_KEY"
 KEY_FILE_VAR = "AGENTRT_CONTROL_PLANE_API_KEY_FILE"
@@ -91,6 +105,8 @@ def load_api_key(env: Mapping[str, str], key_file: str | None = None) -> str | N
         return None
     if len(key.encode()) < 16 or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in key):
         raise AgentrtError("weak_control_plane_api_key", "the control-plane key must be at least 16 visible bytes")
+    if len(set(key)) < 6 or key.lower() in _WEAK_KEYS:
+        raise AgentrtError("weak_control_plane_api_key", "the control-plane key is a placeholder: generate a random one")
     return key
 
 

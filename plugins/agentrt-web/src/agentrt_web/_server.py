@@ -81,7 +81,7 @@ async def serve_web(
     store = plugins.thread_store(env)
     if store is None:
         raise AgentrtError("thread_store_unavailable", "agentrt web needs a thread store plugin (agentrt-sqlite)")
-    stop = stop or trio.Event()
+    stop = trio.Event() if stop is None else stop
     hub = Hub()
     server_done = trio.Event()
 
