@@ -135,6 +135,68 @@ def sdk_path(path: str) -> tuple[int, float]:
         script.unlink(missing_ok=True)
 
 
+def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, float]:
+    """CPU µs per line, in this process, of the host path's pure part and of orjson alone.
+
+    The pure part is framing, decoding and the turn rules, fed 64 KiB chunks (the
+    read size), exactly as the pump does; orjson.loads over the same lines is the
+    floor no JSON host can go under.  Both are measured interleaved, best of
+    ``repeat``, so the ratio holds on a loaded machine even when the absolute
+    figures drift.
+    """
+    import orjson
+
+    from agentrt._conversation import Conversation
+    from agentrt._framing import JsonlReader
+    from agentrt._launch import LaunchSpec
+    from agentrt._plugins import Plugins
+    from agentrt.permissions import deny_all
+
+    plugins = Plugins(autoload=True)
+    dialect = plugins.dialect(protocol)
+    lines = [line for line in blob.split(b"\n") if line]
+    chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
+
+    def host() -> float:
+        conv = Conversation(
+            nursery=None,  # type: ignore[arg-type]
+            launch=LaunchSpec(executable="/bin/true", protocol=protocol),
+            dialect=dialect,
+            permission_policy=deny_all,
+            cwd=None,
+            parent_env={},
+            conversation_id="bench",
+            resume=None,
+        )
+        conv._inputs_this_process = 1  # a turn was sent: no output_before_input path
+        codec = dialect.host_codec()
+        reader = JsonlReader()
+        t0 = time.process_time()
+        for chunk in chunks:
+            objs = reader.feed(chunk)
+            if objs:  # as the pump does: one batch call when every line parsed
+                conv._apply(codec.decode_batch(objs))
+        return time.process_time() - t0
+
+    def floor() -> float:
+        loads = orjson.loads
+        t0 = time.process_time()
+        for line in lines:
+            loads(line)
+        return time.process_time() - t0
+
+    best_host = best_floor = float("inf")
+    for _ in range(repeat):
+        best_host = min(best_host, host())
+        best_floor = min(best_floor, floor())
+    n = len(lines)
+    return {
+        "inprocess_us_per_line": best_host / n * 1e6,
+        "orjson_us_per_line": best_floor / n * 1e6,
+        "inprocess_vs_orjson": best_host / best_floor,
+    }
+
+
 def _best(runs: list[tuple[int, float]]) -> tuple[int, float]:
     return min(runs, key=lambda r: r[1])
 
@@ -158,6 +220,7 @@ def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
         cpu_runs = [trio.run(agentrt_path, small_path, "stream-json") for _ in range(repeat)]
         bare_small = _best([trio.run(bare_loop, small_path) for _ in range(repeat)])
         cpu_per_line_us = min(r[2] for r in cpu_runs) / small_lines * 1e6
+        pure = inprocess_costs(small, "stream-json")
     finally:
         os.unlink(path)
         os.unlink(small_path)
@@ -169,6 +232,9 @@ def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
         "agentrt_vs_bare": bare[1] / ours[1],
         "agentrt_cpu_us_per_small_delta_line": cpu_per_line_us,
         "bare_small_lines_per_s": small_lines / bare_small[1],
+        "small_delta_inprocess_us_per_line": pure["inprocess_us_per_line"],
+        "small_delta_orjson_us_per_line": pure["orjson_us_per_line"],
+        "small_delta_inprocess_vs_orjson": pure["inprocess_vs_orjson"],
     }
     if sdk is not None:
         figures["sdk_lines_per_s"] = lines / sdk[1]

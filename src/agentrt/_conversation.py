@@ -388,6 +388,7 @@ class Conversation:
         reader = JsonlReader()
         codec = self._codec
         oversize = False
+        seen_malformed = 0
         while True:
             chunk = await proc.receive_some()
             if not chunk:
@@ -406,7 +407,12 @@ class Conversation:
                     await proc.stop()
                 break
             if objs:
-                await self._dispatch(self._decode(codec, objs))
+                if reader.malformed_count == seen_malformed:
+                    # The usual case: every line parsed, one batch call to the codec.
+                    await self._dispatch(codec.decode_batch(objs))
+                else:
+                    seen_malformed = reader.malformed_count
+                    await self._dispatch(self._decode(codec, objs))
         if not oversize:
             tail = self._decode(codec, reader.finish())
             tail.extend(codec.finish())
@@ -451,11 +457,15 @@ class Conversation:
     # -- turn rules and fan-out ---------------------------------------------
     def _apply(self, events: Sequence[Event]) -> tuple[list[Event], list[Event], list[ControlRequest]]:
         """Apply the turn rules: (events for sinks, events for the current turn, control requests)."""
+        state = self._turn
+        live = state is not None and state.terminal is None
+        if self._inputs_this_process and not [ev for ev in events if type(ev) is not TextDelta]:
+            # The hot path: a chunk of text deltas, nothing to rule on.
+            batch = events if isinstance(events, list) else list(events)
+            return batch, batch if live else [], []
         out: list[Event] = []
         for_turn: list[Event] = []
         controls: list[ControlRequest] = []
-        state = self._turn
-        live = state is not None and state.terminal is None
         for ev in events:
             cls = type(ev)
             if cls is TextDelta:  # the hot path
@@ -513,7 +523,8 @@ class Conversation:
         state = self._turn
         out, for_turn, controls = self._apply(events)
         if self._internal_events:
-            out.extend(self._internal_events)
+            # A new list: `out` may be the very list handed to the turn's consumer.
+            out = out + self._internal_events
             self._internal_events.clear()
         if not out:
             return

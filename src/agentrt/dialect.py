@@ -129,6 +129,18 @@ class HostCodec(abc.ABC):
         objects become :class:`~agentrt.events.RawEvent` or a diagnostic.
         """
 
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for several parsed objects, in order (one received chunk's worth).
+
+        The default calls :meth:`decode` per object.  A dialect may override it
+        to inline its hot path: the host path calls this once per chunk, so a
+        per-line Python call and a per-line tuple can be saved.
+        """
+        out: list[Event] = []
+        for obj in objs:
+            out.extend(self.decode(obj))
+        return out
+
     def finish(self) -> Sequence[Event]:
         """Events owed at end of output (e.g. a dangling partial message)."""
         return ()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reference_agent_helpers import AGENTRT_SCRIPT, text_round
+from reference_agent_helpers import AGENTRT_SCRIPT, PLUGIN_DIR, text_round, tool_round
 
 from agentrt import LaunchSpec, open_conversation
-from agentrt.events import EventBatch, SessionStarted, TextDelta, TurnCompleted
+from agentrt.events import EventBatch, SessionStarted, TextDelta, ToolUse, TurnCompleted
 from agentrt.testing import ReplayResponse, serve_replay
 
 
@@ -31,10 +31,11 @@ class _Collect:
 
 async def test_host_drives_reference_agent_and_resumes(tmp: Path) -> None:
     assert os.path.isfile(AGENTRT_SCRIPT) and not os.path.islink(AGENTRT_SCRIPT)
+    tool = ReplayResponse.sse(tool_round(("call-7", "echo", {"x": 1}), usage=(5, 1)))
     first = ReplayResponse.sse(text_round("real", "-1", "-model", usage=(12, 2)), chunk_delay=0.01)
     second = ReplayResponse.sse(text_round("again", usage=(30, 1)))
     parent_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp), "LANG": "C.UTF-8"}
-    async with serve_replay([first, second]) as server:
+    async with serve_replay([tool, first, second]) as server:
         launch = LaunchSpec(
             executable=AGENTRT_SCRIPT,
             prefix_args=("agent",),
@@ -44,6 +45,9 @@ async def test_host_drives_reference_agent_and_resumes(tmp: Path) -> None:
                 "AGENTRT_MODEL": "replay-model",
                 "AGENTRT_API_TOKEN": "e2e-token-0123456789",
                 "AGENTRT_LOAD_PLUGINS": "openai,awp-jsonl",
+                "PYTHONPATH": str(PLUGIN_DIR),
+                "AGENTRT_PLUGIN_MODULES": "agent_test_tools",
+                "AGENTRT_TEST_TOOLS": "1",
             },
             protocol="awp-jsonl",
             model="replay-model",
@@ -54,15 +58,19 @@ async def test_host_drives_reference_agent_and_resumes(tmp: Path) -> None:
             session_id = conv.session_id
         deltas = [ev.text for ev in events if isinstance(ev, TextDelta)]
         assert deltas == ["real", "-1", "-model"]
+        uses = [ev for ev in events if isinstance(ev, ToolUse)]
+        assert [(u.id, u.name, dict(u.input)) for u in uses] == [("call-7", "echo", {"x": 1})]
+        assert events.index(uses[0]) < next(i for i, ev in enumerate(events) if isinstance(ev, TextDelta))
         terminal = events[-1]
         assert isinstance(terminal, TurnCompleted)
         assert terminal.result == "real-1-model"
-        assert terminal.usage is not None and terminal.usage.to_dict() == {"input_tokens": 12, "output_tokens": 2}
+        assert terminal.usage is not None and terminal.usage.to_dict() == {"input_tokens": 17, "output_tokens": 3}
         assert session_id is not None and terminal.session_id == session_id
         seen = [ev for batch in sink.batches for ev in batch.events]
         assert any(isinstance(ev, SessionStarted) and ev.session_id == session_id for ev in seen)
         assert [ev.text for ev in seen if isinstance(ev, TextDelta)] == deltas
-        request = server.requests[0]
+        request = server.requests[1]
+        assert request.json["messages"][-1]["role"] == "tool"
         assert request.path == "/v1/chat/completions"
         assert request.header("authorization") == "Bearer e2e-token-0123456789"
 
@@ -71,7 +79,7 @@ async def test_host_drives_reference_agent_and_resumes(tmp: Path) -> None:
             result = await conv.ask("And again?")
             assert conv.session_id == session_id
         assert isinstance(result, TurnCompleted) and result.result == "again"
-        assert server.requests[1].json["messages"] == [
+        assert server.requests[2].json["messages"] == [
             {"role": "user", "content": "Say hello"},
             {"role": "assistant", "content": "real-1-model"},
             {"role": "user", "content": "And again?"},

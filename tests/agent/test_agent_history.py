@@ -178,7 +178,7 @@ async def test_sigkill_during_writes_never_tears_the_file(tmp: Path) -> None:
     state = tmp / "state"
     rng = random.Random(4711)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp), "PYTHONPATH": os.pathsep.join(sys.path)}
-    for _ in range(25):
+    for _ in range(20):
         proc = await trio.lowlevel.open_process(
             [sys.executable, "-c", WRITER, str(state)], stdout=subprocess.PIPE, env=env
         )

@@ -134,3 +134,46 @@ _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 def test_turn_identity_matches_javascript_property(pairs: list[tuple[str, str]]) -> None:
     messages = [{"role": r, "content": c} for r, c in pairs]
     assert turn_identity(messages) == _node_identity(messages)
+
+
+class _Chunks:
+    """A byte source that returns the given chunks, then EOF."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = list(chunks)
+
+    async def receive_some(self) -> bytes:
+        return self._chunks.pop(0) if self._chunks else b""
+
+
+def _expected_lines(data: bytes, limit: int) -> list[object]:
+    from agentrt.agent._io import Oversized
+
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()
+    return [Oversized(len(p)) if len(p) > limit else p for p in parts]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    st.booleans(),
+    st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=30),
+)
+def test_read_lines_any_chunking(lines: list[bytes], trailing_newline: bool, cuts: list[int]) -> None:
+    import trio
+
+    from agentrt.agent._io import read_lines
+
+    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
+    chunks, pos, i = [], 0, 0
+    while pos < len(data):
+        size = cuts[i % len(cuts)]
+        chunks.append(data[pos : pos + size])
+        pos, i = pos + size, i + 1
+
+    async def collect() -> list[object]:
+        return [line async for line in read_lines(_Chunks(chunks), limit=6)]  # type: ignore[arg-type]
+
+    assert trio.run(collect) == _expected_lines(data, 6)

@@ -132,6 +132,13 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
                                      is not None, "the reply after the cancel")
         session = re.search(r"resumed from (slow-[0-9a-f]+)", screen).group(1)
 
+        # Ctrl-C at the prompt clears the line and keeps the chat.
+        await tmux.keys("one", "half-typed junk")
+        await tmux.wait_text("one", "› half-typed junk")
+        await tmux.keys("one", "C-c")
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("›"), "a fresh prompt")
+        assert await tmux.pane("one", "#{pane_dead}") == "0"
+
         await tmux.keys("one", "/usage", "Enter")
         await tmux.wait_text("one", "turns: 3")
         # Input history: Up recalls the previous line.

@@ -76,6 +76,8 @@ def test_capture_fields() -> None:
         ({"pid": True}, "pid"),
         ({"pid": 1.5}, "pid"),
         ({"pid": "1"}, "pid"),
+        ({"pid": 2**53}, "pid"),
+        ({"pid": float("nan")}, "pid"),
         ({"message": ""}, "message"),
         ({"message": 3}, "message"),
         ({"data": None}, "data"),
@@ -197,3 +199,11 @@ def test_round_trip_property(kind, pid, message, data, agent, frac) -> None:
     wire = json.loads(json.dumps(line))
     (back,) = FastAgentDialect().host_codec().decode(wire)
     assert back == ev
+
+
+def test_pid_is_an_integer_as_javascript_counts_them() -> None:
+    # JSON.parse gives the reference validator a Number: 85350.0 and 8.535e4 are integers there.
+    for raw in ("85350.0", "8.535e4", "85350"):
+        (ev,) = FastAgentDialect().host_codec().decode(json.loads(json.dumps({**GOOD, "pid": 0})
+                                                                  .replace('"pid": 0', f'"pid": {raw}')))  # fmt: skip
+        assert isinstance(ev, Lifecycle) and ev.pid == 85350 and type(ev.pid) is int

@@ -225,4 +225,28 @@ async def test_supervisor_shutdown_is_not_a_crash(tmp_path: Path, sup_factory, s
     for name in ("b1", "b2"):
         rec = await store.get_bot(name)
         assert rec.status == "stopped" and rec.desired_state == "running" and rec.restart_count == 0
+        assert recorder.exits(name) == 1  # delivered before the sinks closed
+        assert recorder.kinds(name)[-2:] == ["stopping", "stopped"]
     assert recorder.closed
+
+
+async def test_qr_reissue_clears_login_state(tmp_path: Path, sup_factory, store, recorder) -> None:
+    data = tmp_path / "instances" / "b1" / "data"
+    data.mkdir(parents=True)
+    for name in ("accounts-roster.jsonl", "accounts-runtime.jsonl", "bindings.jsonl"):
+        (data / name).write_text("{}\n")
+    (data / "keep.txt").write_text("not login state")
+    async with sup_factory(make_binary(tmp_path / "bin", "stateful_restore_or_qr")) as sup:
+        await sup.add_bot("b1")
+        await sup.request_start("b1")
+        await recorder.wait_state("b1", "running")  # restored from the login files
+        assert (await store.get_bot("b1")).account_id == "restored_acc_1"
+        await sup.request_qr_reissue("b1")
+        await recorder.wait_state("b1", "waiting_for_qr")
+        rec = await store.get_bot("b1")
+        assert rec.account_id is None and rec.last_qr_code_id == "reissue_qr_1"
+        assert rec.desired_state == "running" and rec.restart_count == 0
+    assert sorted(p.name for p in data.iterdir() if not p.name.startswith(".") and p.name != "skills") == ["keep.txt"]
+    assert recorder.states("b1") == [
+        "starting", "running", "stopping", "stopped", "starting", "waiting_for_qr", "stopping", "stopped",
+    ]  # fmt: skip

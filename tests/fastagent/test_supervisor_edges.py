@@ -220,3 +220,15 @@ async def test_json_store_atomic_update(tmp_path: Path) -> None:
         for _ in range(20):
             n.start_soon(store.update_bot, "b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
     assert (await store.get_bot("b")).restart_count == 20
+
+
+async def test_exit_while_a_grandchild_holds_stdout(tmp_path: Path, sup_factory, store, recorder) -> None:
+    binary = make_binary(tmp_path / "bin", "grandchild_holds_stdout")
+    async with sup_factory(binary, backoff=(5.0,), exit_grace=0.2) as sup:
+        await sup.add_bot("b1")
+        await sup.request_start("b1")
+        await recorder.wait_for(lambda: recorder.exits("b1") == 1)
+        (exited,) = [e for e in recorder.events("b1") if type(e).__name__ == "ProcessExited"]
+        assert exited.returncode == 5 and not exited.requested
+        rec = await store.get_bot("b1")
+        assert rec.restart_count == 1 and rec.status == "stopped"

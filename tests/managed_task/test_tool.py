@@ -237,3 +237,38 @@ async def test_no_fd_leak_across_calls() -> None:
             assert (await tool.call({"argv": ["echo"]}, CTX))["status"] == "success"
         after = len(os.listdir("/proc/self/fd"))
     assert after <= before + 2
+
+
+async def test_https_control_plane_with_a_private_ca(
+    tmp_path: Any, nursery: trio.Nursery, make_store: Any, worker_settings: Any, run_worker: Any
+) -> None:
+    import trustme
+    from agentrt_managed_task._server import ControlPlaneSettings, serve_control_plane
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    certfile, keyfile, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    cert.private_key_and_cert_chain_pem.write_to_path(str(certfile))
+    cert.private_key_pem.write_to_path(str(keyfile))
+    ca.cert_pem.write_to_path(str(ca_file))
+    store = await make_store("sqlite")
+    url = await nursery.start(
+        lambda task_status: serve_control_plane(
+            store,
+            ControlPlaneSettings(api_key=API_KEY),
+            port=0,
+            shutdown=trio.Event(),
+            certfile=str(certfile),
+            keyfile=str(keyfile),
+            task_status=task_status,
+        )
+    )
+    assert url.startswith("https://127.0.0.1:")
+    await run_worker(worker_settings(url, ca_file=str(ca_file)))
+    tool = ManagedTaskTool(ClientConfig(base_url=url, api_key=API_KEY, poll_interval=0.02, ca_file=str(ca_file)))
+    result = await tool.call({"argv": ["echo", "over tls"], "timeout_seconds": 20}, CTX)
+    assert result["status"] == "success" and result["stdout"] == "over tls\n"
+    untrusting = ManagedTaskTool(ClientConfig(base_url=url, api_key=API_KEY))
+    with pytest.raises(AgentrtError) as info:  # the system store does not know this CA
+        await untrusting.call({"argv": ["echo"]}, CTX)
+    assert info.value.code == "control_plane_unreachable"

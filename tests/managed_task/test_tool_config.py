@@ -107,3 +107,21 @@ def test_key_rules_and_the_key_is_never_echoed(key: str) -> None:
 def test_key_is_trimmed_and_multibyte_counts_bytes() -> None:
     assert factory()({**ON, "AWP_CONTROL_PLANE_API_KEY": "  " + GOOD_KEY + "\n"}) is not None
     assert factory()({**ON, "AWP_CONTROL_PLANE_API_KEY": "é" * 8}) is not None  # 16 bytes
+
+
+def test_ca_file_is_checked_at_startup(tmp_path) -> None:
+    assert code_of({**ON, "AGENTRT_CONTROL_PLANE_CA_FILE": "relative.pem"}) == "invalid_control_plane_ca_file"
+    missing = str(tmp_path / "missing.pem")
+    assert code_of({**ON, "AGENTRT_CONTROL_PLANE_CA_FILE": missing}) == "invalid_control_plane_ca_file"
+    import trustme
+
+    ca_file = tmp_path / "ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(ca_file))
+    tool = factory()({**ON, "AGENTRT_CONTROL_PLANE_CA_FILE": str(ca_file)})
+    assert tool is not None
+
+
+def test_poll_interval_setting() -> None:
+    assert code_of({**ON, "AGENTRT_MANAGED_TASK_POLL_MS": "5"}) == "invalid_managed_task_poll_interval"
+    assert code_of({**ON, "AGENTRT_MANAGED_TASK_POLL_MS": "1e3"}) == "invalid_managed_task_poll_interval"
+    assert factory()({**ON, "AGENTRT_MANAGED_TASK_POLL_MS": "50"}) is not None

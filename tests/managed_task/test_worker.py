@@ -290,3 +290,69 @@ async def test_a_worker_fault_is_reported_as_an_error(
     runs.unlink()
     ok, _ = await store.submit("command", {"argv": ["echo", "still alive"]}, None)
     assert (await wait_terminal(store, ok.id)).status == "success"  # the worker kept going
+
+
+def _rendezvous(tmp_path: Path, me: str, other: str) -> list[str]:
+    # Each run marks itself started, then waits (bounded) for the other one: only concurrent runs finish.
+    code = (
+        "import os, sys, time\n"
+        f"open({str(tmp_path / me)!r}, 'w').close()\n"
+        "deadline = time.time() + 10\n"
+        f"while not os.path.exists({str(tmp_path / other)!r}):\n"
+        "    if time.time() > deadline: sys.exit(7)\n"
+        "    time.sleep(0.01)\n"
+    )
+    return ["python3", "-c", code]
+
+
+async def test_slots_run_tasks_concurrently(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any, tmp_path: Path
+) -> None:
+    url = await control_plane(store)
+    await run_worker(worker_settings(url, slots=2))
+    a, _ = await store.submit("command", {"argv": _rendezvous(tmp_path, "a", "b")}, None)
+    b, _ = await store.submit("command", {"argv": _rendezvous(tmp_path, "b", "a")}, None)
+    assert (await wait_terminal(store, a.id)).status == "success"
+    assert (await wait_terminal(store, b.id)).status == "success"
+
+
+async def test_a_one_slot_worker_claims_one_task_at_a_time(
+    store: Any, control_plane: Any, worker_settings: Any, run_worker: Any, tmp_path: Path
+) -> None:
+    url = await control_plane(store)
+    await run_worker(worker_settings(url, slots=1))
+    gate = tmp_path / "gate"
+    code = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)"
+    first, _ = await store.submit("command", {"argv": ["python3", "-c", code]}, None)
+    second, _ = await store.submit("command", {"argv": ["echo", "next"]}, None)
+    with trio.fail_after(10):
+        while (await store.get(first.id)).status != "running":
+            await trio.sleep(0.02)
+    # The worker keeps polling while busy only for free slots: the second task stays pending.
+    assert (await store.get(second.id)).status == "pending"
+    gate.write_text("")
+    assert (await wait_terminal(store, first.id)).status == "success"
+    assert (await wait_terminal(store, second.id)).status == "success"
+
+
+async def test_malformed_claims_do_not_kill_the_worker(worker_settings: Any, run_worker: Any) -> None:
+    from agentrt.testing import ReplayRequest, ReplayResponse, serve_replay
+
+    claims = 0
+
+    def answer(request: ReplayRequest) -> ReplayResponse:
+        nonlocal claims
+        if request.path == "/v1/agent/register":
+            return ReplayResponse.json({"agent_id": "w", "lease_seconds": 30})
+        claims += 1
+        if claims == 1:
+            return ReplayResponse.json({"tasks": [{"no": "id"}, 5, {"id": "../x", "attempt_id": "a"}]})
+        if claims == 2:
+            return ReplayResponse.json({"tasks": "nope"})
+        return ReplayResponse.json({"tasks": []})
+
+    async with serve_replay(answer) as server:
+        await run_worker(worker_settings(server.url))
+        requests = await server.wait_for_requests(6)
+    assert all(r.header("authorization") == f"Bearer {API_KEY}" for r in requests)
+    assert [r.path.split("?")[0] for r in requests[1:6]] == ["/v1/agent/tasks/pending"] * 5

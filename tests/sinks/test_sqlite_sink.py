@@ -55,8 +55,11 @@ async def test_conformance(tmp_path: Path) -> None:
 
 
 async def test_every_event_is_stored_as_its_json_form(tmp_path: Path) -> None:
+    from agentrt.events import ThinkingDelta, ToolResult
+
     sink = SqliteSink(tmp_path / "a.db")
-    events = sample_events()
+    events = [*sample_events(), ToolResult(tool_use_id="t2", content="plain ✓ \"text\"\n"),
+              ThinkingDelta(text="a\tb", index=3), TextDelta(text="", index=2)]
     await sink.handle(_batch("conv-1", 0, *events))
     await sink.aclose()
     rows = _rows(sink.path, "SELECT seq, type, data, wall FROM events ORDER BY id")
@@ -66,7 +69,8 @@ async def test_every_event_is_stored_as_its_json_form(tmp_path: Path) -> None:
         assert wall == 1000.0
         if kind != "x_third_party":
             assert orjson.loads(data) == orjson.loads(orjson.dumps(to_json(ev)))
-    assert orjson.loads(rows[-1][2]) == {"type": "x_third_party", "payload": {"anything": ["goes", 1]}}
+    third = next(r for r in rows if r[1] == "x_third_party")
+    assert orjson.loads(third[2]) == {"type": "x_third_party", "payload": {"anything": ["goes", 1]}}
 
 
 async def test_turns_conversations_and_thread_are_derived(tmp_path: Path) -> None:
@@ -159,3 +163,23 @@ def test_factory_options(tmp_path: Path) -> None:
     with pytest.raises(AgentrtError) as info:
         make_sink({"env": {"AGENTRT_DATABASE_URL": "postgres://u:p@h/db"}})
     assert info.value.code == "unsupported_database_url"
+
+
+async def test_lone_surrogates_and_huge_ints_are_kept_exactly(tmp_path: Path) -> None:
+    import json
+
+    from agentrt.events import RawEvent, ThinkingDelta, ToolResult
+
+    sink = SqliteSink(tmp_path / "a.db")
+    events = (TextDelta(text="half an emoji \ud83d"), ThinkingDelta(text="ok"),
+              ToolResult(tool_use_id="t", content="x\udc00y", is_error=True),
+              RawEvent(name="big \ud800", raw={"n": 1}), TextDelta(text="fine"))
+    await sink.handle(_batch("c", 0, *events))
+    await sink.aclose()
+    rows = _rows(sink.path, "SELECT seq, data FROM events ORDER BY id")
+    assert [r[0] for r in rows] == [0, 1, 2, 3, 4]
+    got = [json.loads(r[1]) for r in rows]
+    assert got[0] == {"type": "text_delta", "text": "half an emoji \ud83d", "index": 0}
+    assert got[2] == {"type": "tool_result", "tool_use_id": "t", "content": "x\udc00y", "is_error": True}
+    assert got[3] == {"type": "raw", "name": "big \ud800"}
+    assert got[4]["text"] == "fine"

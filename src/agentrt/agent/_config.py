@@ -114,9 +114,7 @@ def resolve_system_prompt(env: Mapping[str, str]) -> str:
     except UnicodeEncodeError:  # undecodable bytes in the environment
         size = MAX_SYSTEM_PROMPT_BYTES + 1
     if size > MAX_SYSTEM_PROMPT_BYTES or "\0" in prompt:
-        raise AgentrtError(
-            "invalid_system_prompt", "AGENTRT_SYSTEM_PROMPT must be ≤256 KiB of UTF-8 without NUL"
-        )
+        raise AgentrtError("invalid_system_prompt", "AGENTRT_SYSTEM_PROMPT must be ≤256 KiB of UTF-8 without NUL")
     return prompt
 
 

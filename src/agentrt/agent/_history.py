@@ -64,9 +64,7 @@ def validate_session_id(value: str) -> str:
 def _check_private(st: os.stat_result, mode: int, what: str) -> None:
     # Private means: ours, and nobody else may even read it.
     if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) != mode:
-        raise AgentrtError(
-            "unsafe_session_state_permissions", f"{what} must be owned by the user with mode {mode:o}"
-        )
+        raise AgentrtError("unsafe_session_state_permissions", f"{what} must be owned by the user with mode {mode:o}")
 
 
 def _check_components(path: str) -> None:
@@ -77,9 +75,7 @@ def _check_components(path: str) -> None:
         current = os.path.join(current, part)
         st = os.lstat(current)
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            raise AgentrtError(
-                "unsafe_session_state_directory", "a state directory component is not a plain directory"
-            )
+            raise AgentrtError("unsafe_session_state_directory", "a state directory component is not a plain directory")
 
 
 def prepare_state_dir(configured: str) -> str:
@@ -96,9 +92,7 @@ def prepare_state_dir(configured: str) -> str:
         os.makedirs(configured, mode=0o700, exist_ok=True)
         st = os.lstat(configured)
     except OSError as exc:
-        raise AgentrtError(
-            "invalid_state_directory", f"cannot create the state directory ({exc.strerror})"
-        ) from exc
+        raise AgentrtError("invalid_state_directory", f"cannot create the state directory ({exc.strerror})") from exc
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise AgentrtError("unsafe_session_state_directory", "the state directory is not a plain directory")
     canonical = os.path.realpath(configured)
@@ -132,9 +126,7 @@ def _read_bounded(path: str) -> bytes:
         opened = os.fstat(fd)
         _check_file(opened)
         if (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
-            raise AgentrtError(
-                "session_state_identity_changed", "the session file changed while it was opened"
-            )
+            raise AgentrtError("session_state_identity_changed", "the session file changed while it was opened")
         chunks: list[bytes] = []
         total = 0
         while total <= MAX_SESSION_BYTES:
@@ -144,9 +136,7 @@ def _read_bounded(path: str) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
         if total > MAX_SESSION_BYTES:
-            raise AgentrtError(
-                "session_state_oversize", f"the session file exceeds {MAX_SESSION_BYTES} bytes"
-            )
+            raise AgentrtError("session_state_oversize", f"the session file exceeds {MAX_SESSION_BYTES} bytes")
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -257,9 +247,7 @@ def save_session(state_dir: str, state: SessionState) -> None:
         finally:
             os.close(dfd)
     except OSError as exc:
-        raise AgentrtError(
-            "session_state_write_failed", f"cannot write the session file ({exc.strerror})"
-        ) from exc
+        raise AgentrtError("session_state_write_failed", f"cannot write the session file ({exc.strerror})") from exc
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)

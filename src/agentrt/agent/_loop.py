@@ -130,9 +130,7 @@ class _Round:
     usage: Usage | None = None
 
 
-async def _stream_round(
-    provider: Provider, request: ProviderRequest, out: TurnOutput, time_limit: float
-) -> _Round:
+async def _stream_round(provider: Provider, request: ProviderRequest, out: TurnOutput, time_limit: float) -> _Round:
     rnd = _Round()
     try:
         with trio.fail_after(time_limit):
@@ -153,9 +151,7 @@ async def _stream_round(
                     elif isinstance(chunk, ReasoningChunk | FinishChunk):
                         pass  # reasoning is not part of the reply; finish needs no action
     except trio.TooSlowError as exc:
-        raise AgentrtError(
-            "provider_timeout", "the provider did not finish within AGENTRT_TIMEOUT_MS"
-        ) from exc
+        raise AgentrtError("provider_timeout", "the provider did not finish within AGENTRT_TIMEOUT_MS") from exc
     return rnd
 
 
@@ -198,9 +194,7 @@ async def run_turn(
     """Run one turn over ``messages`` (system + history + user); raise ``AgentrtError`` on failure."""
     working: list[Mapping[str, Any]] = list(messages)
     identity = turn_identity(messages)
-    schemas = tuple(
-        ToolSchema(name=t.name, description=t.description, parameters=t.parameters) for t in tools.values()
-    )
+    schemas = tuple(ToolSchema(name=t.name, description=t.description, parameters=t.parameters) for t in tools.values())
     usage: Usage | None = None
     calls_made = 0
     for round_number in range(MAX_ROUNDS):
@@ -219,14 +213,10 @@ async def run_turn(
                 raise AgentrtError("provider_returned_empty_text", "the provider returned no text")
             return TurnResult(text=text, usage=usage)
         if not tools:
-            raise AgentrtError(
-                "provider_requested_unavailable_tool", "the model called a tool none was offered"
-            )
+            raise AgentrtError("provider_requested_unavailable_tool", "the model called a tool none was offered")
         calls_made += len(rnd.calls)
         if calls_made > MAX_TOOL_CALLS:
-            raise AgentrtError(
-                "managed_tool_call_limit", f"more than {MAX_TOOL_CALLS} tool calls in one turn"
-            )
+            raise AgentrtError("managed_tool_call_limit", f"more than {MAX_TOOL_CALLS} tool calls in one turn")
         parsed = [(call, _parse_arguments(call)) for call in rnd.calls]
         await out.tool_uses(parsed)
         working.append(

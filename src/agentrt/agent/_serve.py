@@ -1,8 +1,8 @@
 """The ``agentrt agent`` process: startup checks, then one turn per input line.
 
-Startup follows the original reference agent's order (arguments → model →
-provider endpoint and token → tools → timeout → state directory → session →
-system prompt); the first failure prints exactly one
+Startup follows the original reference agent's order (arguments → dialect →
+model → provider endpoint and token → tools → timeout → state directory →
+session → system prompt); the first failure prints exactly one
 ``{"type":"result","subtype":"startup_error","is_error":true,"result":<code>}``
 line and the process exits 1.  After that nothing is printed until the first
 valid user turn, which opens with the dialect's init event.
@@ -60,10 +60,9 @@ class _Printer:
     the dialect's block-start line, in the same write).
     """
 
-    def __init__(self, codec: AgentCodec, sink: ByteSink, session_id: str) -> None:
+    def __init__(self, codec: AgentCodec, sink: ByteSink) -> None:
         self._codec = codec
         self._sink = sink
-        self._session_id = session_id
         self._pending: list[bytes] = []
 
     def _add(self, event: Event) -> None:
@@ -88,9 +87,7 @@ class _Printer:
 
     async def tool_uses(self, calls: Sequence[tuple[ToolCall, Any]]) -> None:
         for call, arguments in calls:
-            self._add(
-                ToolUse(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {})
-            )
+            self._add(ToolUse(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {}))
         await self.flush()
 
     async def failed(self, code: str) -> None:
@@ -104,9 +101,7 @@ def _user_content(turn: Turn) -> str | list[dict[str, Any]]:
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            parts.append(
-                {"type": "image_url", "image_url": {"url": f"data:{block.media_type};base64,{block.data}"}}
-            )
+            parts.append({"type": "image_url", "image_url": {"url": f"data:{block.media_type};base64,{block.data}"}})
         elif isinstance(block, DocumentBlock):
             parts.append({"type": "text", "text": DOCUMENT_FALLBACK})
     if not parts:
@@ -186,15 +181,11 @@ class Agent:
             time_limit=self.settings.timeout,
         )
         history = [*self.session.messages, user, {"role": "assistant", "content": result.text}]
-        updated = _history.SessionState(
-            session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :]
-        )
+        updated = _history.SessionState(session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :])
         # Saved before the result is printed: a host that saw the result can resume it.
         await trio.to_thread.run_sync(_history.save_session, self.settings.state_dir, updated)
         self.session = updated
-        await printer.emit(
-            TurnCompleted(session_id=self.session.session_id, usage=result.usage, result=result.text)
-        )
+        await printer.emit(TurnCompleted(session_id=self.session.session_id, usage=result.usage, result=result.text))
 
 
 async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> Agent:
@@ -278,7 +269,7 @@ async def serve(
             except trio.BrokenResourceError:
                 _log(f"startup failed: {code}")
             return 1
-        printer = _Printer(agent.codec, sink, agent.session.session_id)
+        printer = _Printer(agent.codec, sink)
         try:
             async with trio.open_nursery() as nursery:
 

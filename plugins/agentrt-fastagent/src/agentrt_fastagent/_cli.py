@@ -224,8 +224,12 @@ def cmd_logs(name: str, limit: int, offset: int, as_json: bool, show_stderr: boo
 @click.command(name="qr")
 @click.argument("name")
 @click.option("--url", "url_only", is_flag=True, help="Print the URL instead of drawing the code.")
-def cmd_qr(name: str, url_only: bool) -> None:
+@click.option("--reissue", is_flag=True, help="Forget the weixin login and restart the bot for a new QR code.")
+def cmd_qr(name: str, url_only: bool, reissue: bool) -> None:
     """Draw the bot's current weixin login QR code in the terminal."""
+    if reissue:
+        _desired(name, lambda r: attrs.evolve(r, desired_state="reissue_qr"), "QR reissue requested")
+        return
 
     async def go(cfg: BotsConfig, store: Any, env: Mapping[str, str]) -> None:
         rec = await _known(store, name)

@@ -4,7 +4,8 @@ The schema mirrors the original host's validator exactly: ``type`` is one of
 the eight lifecycle types, ``timestamp`` an ISO-8601 date-time in UTC written
 with ``Z`` (offsets and local times are rejected; any fractional precision;
 minute-only ``HH:MMZ`` is accepted because the reference validator accepts
-it), ``pid`` a non-negative integer (not a boolean), ``message`` a non-empty
+it), ``pid`` a non-negative safe integer as JavaScript counts them (``1.0``
+is one, a boolean is not), ``message`` a non-empty
 string, ``data`` an object and ``agentId``, when present, a non-empty string.
 Unknown keys are ignored.
 """
@@ -58,6 +59,22 @@ def is_utc_timestamp(value: object) -> bool:
     return isinstance(value, str) and _TIMESTAMP.fullmatch(value) is not None
 
 
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _safe_int(value: object) -> int | None:
+    """An integer as JavaScript sees one: ``1.0`` and ``1e3`` count, booleans and unsafe sizes do not."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None
+        value = int(value)
+    if isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
+        return value
+    return None
+
+
 def validate_line(obj: Any) -> tuple[dict[str, Any] | None, str]:
     """Check one parsed line; return ``(clean, "")`` or ``(None, reason)``.
 
@@ -71,8 +88,8 @@ def validate_line(obj: Any) -> tuple[dict[str, Any] | None, str]:
         return None, "type is not a known FastAgent event type"
     if not is_utc_timestamp(obj.get("timestamp")):
         return None, "timestamp is not an ISO-8601 UTC date-time"
-    pid = obj.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid < 0:
+    pid = _safe_int(obj.get("pid"))
+    if pid is None or pid < 0:
         return None, "pid is not a non-negative integer"
     message = obj.get("message")
     if not isinstance(message, str) or not message:

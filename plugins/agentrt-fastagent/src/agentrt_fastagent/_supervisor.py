@@ -78,11 +78,15 @@ __all__ = [
 
 #: Every status a bot can be in.
 STATES = ("starting", "waiting_for_qr", "running", "degraded", "stopping", "stopped", "failed")
-#: Desired states the store may hold; ``restart`` is a one-shot request.
-DESIRED_STATES = ("running", "stopped", "restart")
+#: Desired states the store may hold; ``restart`` and ``reissue_qr`` are one-shot requests.
+DESIRED_STATES = ("running", "stopped", "restart", "reissue_qr")
+_ONE_SHOT = ("restart", "reissue_qr")
+#: Login state FastAgent keeps in the data directory; a QR reissue deletes it.
+LOGIN_STATE_FILES = ("accounts-roster.jsonl", "accounts-runtime.jsonl", "bindings.jsonl")
 #: Recorded with ``RUNTIME_ERROR`` when a process prints something the contract forbids.
 INVALID_OUTPUT_MESSAGE = "FastAgent emitted invalid JSONL output."
 _QR_REJECTED = "Rejected untrusted QR code URL."
+_EMIT_WAIT = 5.0  # how long a shielded emit may wait for a full sink buffer
 _ACTIVE = frozenset({"starting", "waiting_for_qr", "running", "degraded", "stopping"})
 
 Resolver = Callable[[BotRecord], tuple[LlmProfile | None, SandboxConfig]]
@@ -198,6 +202,11 @@ class Supervisor:
             self.wake()
             await self._reconciled.wait()
 
+    async def request_qr_reissue(self, bot_id: str) -> None:
+        """Ask for a fresh QR login: stop, forget the weixin login state, start again."""
+        await self._update(bot_id, lambda r: attrs.evolve(r, desired_state="reissue_qr"))
+        self.wake()
+
     def wake(self) -> None:
         """Run the reconciler now instead of at the next interval."""
         self._wake.set()
@@ -299,12 +308,17 @@ class Supervisor:
             if self._closing:
                 return
             live = self._live.get(rec.bot_id)
-            if rec.desired_state == "restart":
+            if rec.desired_state in _ONE_SHOT:
                 if live is not None:
                     if not live.stop_requested:
-                        self._nursery.start_soon(self._stop_live, live, "restart requested")
+                        self._nursery.start_soon(self._stop_live, live, f"{rec.desired_state} requested")
                     continue  # started again once the old process is gone
-                rec = await self._update(rec.bot_id, _reset_for_restart)
+                if rec.desired_state == "reissue_qr":
+                    paths = instance_paths(self.config.instances_dir, rec.bot_id)
+                    await trio.to_thread.run_sync(_forget_login, paths.data)
+                    rec = await self._update(rec.bot_id, _reset_for_reissue)
+                else:
+                    rec = await self._update(rec.bot_id, _reset_for_restart)
             if rec.desired_state == "running":
                 if live is None and rec.status != "failed" and not _in_backoff(rec, now):
                     if rec.pid is not None:
@@ -376,11 +390,13 @@ class Supervisor:
             # e.g. the bot was deleted while running: this bot ends, the others go on.
             print(f"agentrt: bot {bot_id}: {exc.code}: {exc.detail}", file=sys.stderr)
         finally:
+            if exited is not None:
+                # Before `done`: a shutdown waiting for it must not cut this event off.
+                with trio.CancelScope(shield=True), trio.move_on_after(_EMIT_WAIT):
+                    await self._emit(bot_id, [exited])
             self._live.pop(bot_id, None)
             live.done.set()
             self.wake()
-        if exited is not None:
-            await self._emit(bot_id, [exited])
 
     async def _prepare(self, bot_id: str) -> tuple[ProcessSpec | None, InstancePaths | None]:
         rec = await self.store.get_bot(bot_id)
@@ -431,10 +447,7 @@ class Supervisor:
                 await self._update(bot_id, spawned)
                 if live.stop_requested:
                     await proc.stop()
-                await self._pump(live, proc)
-                # stdout is closed; give the process a moment to exit on its own.
-                with trio.move_on_after(self.config.exit_grace):
-                    await proc.wait()
+                await self._pump_until_exit(live, proc)
                 status = await proc.stop()
             # After the context: stderr has been drained to its end.
             await self._save_stderr(paths, proc)
@@ -447,6 +460,33 @@ class Supervisor:
         if not live.saw_stopped:
             await self._after_exit(bot_id, status.returncode, status.signal)
         return ProcessExited(returncode=status.returncode, signal=status.signal, requested=live.stop_requested)
+
+    async def _pump_until_exit(self, live: _Live, proc: AgentProcess) -> None:
+        """Apply stdout until EOF and the exit, each waiting at most ``exit_grace`` for the other.
+
+        EOF without exit: the process closed stdout but lives on; it is stopped.
+        Exit without EOF: a grandchild holds stdout open; reading stops (and the
+        final stop kills the whole process group).
+        """
+        grace = self.config.exit_grace
+        pump_done = trio.Event()
+
+        async def pump() -> None:
+            try:
+                await self._pump(live, proc)
+            finally:
+                pump_done.set()
+            with trio.move_on_after(grace):
+                await proc.exited.wait()
+            if not proc.exited.is_set():
+                await proc.stop()
+
+        async with _unwrap_single(), trio.open_nursery() as nursery:
+            nursery.start_soon(pump)
+            await proc.exited.wait()
+            with trio.move_on_after(grace):
+                await pump_done.wait()
+            nursery.cancel_scope.cancel()
 
     async def _pump(self, live: _Live, proc: AgentProcess) -> None:
         reader = JsonlReader()
@@ -507,6 +547,8 @@ class Supervisor:
             return
         if live.fatal and ev.kind not in ("stopping", "stopped"):
             return
+        if live.saw_stopped:
+            return  # nothing a process says after its own `stopped` can be true any more
         rec = await self.store.get_bot(bot_id)
         if rec is None:
             return
@@ -558,7 +600,7 @@ class Supervisor:
                     last_error_message=err if isinstance(err, str) and err else ev.message,
                 )
             if k == "stopping":
-                if r.desired_state in ("stopped", "restart") or r.status == "stopping":
+                if r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping":
                     return attrs.evolve(r, status="stopping")
                 return r
             # stopped
@@ -624,7 +666,7 @@ class Supervisor:
 
 
 def _is_requested(r: BotRecord) -> bool:
-    return r.desired_state in ("stopped", "restart") or r.status == "stopping"
+    return r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping"
 
 
 def _in_backoff(r: BotRecord, now: float) -> bool:
@@ -649,6 +691,15 @@ def _reset_for_restart(r: BotRecord) -> BotRecord:
         r, desired_state="running", status=status, restart_count=0, backoff_until=None, pid=None,
         process_started_at=None,
     )  # fmt: skip
+
+
+def _reset_for_reissue(r: BotRecord) -> BotRecord:
+    return attrs.evolve(_reset_for_restart(r), last_qr_code_url=None, last_qr_code_id=None, account_id=None)
+
+
+def _forget_login(data: Path) -> None:
+    for name in LOGIN_STATE_FILES:
+        (data / name).unlink(missing_ok=True)
 
 
 def _mark_stopped(r: BotRecord) -> BotRecord:

@@ -60,6 +60,8 @@ def _ready(kind: str, **fields: Any) -> None:
 @click.option("--redis", "redis_url", help="Use Redis storage at this URL instead of SQLite.")
 @click.option("--redis-prefix", default="agentrt:cp:", show_default=True, help="Key prefix in Redis.")
 @click.option("--api-key-file", type=click.Path(dir_okay=False), help="Read the bearer key from this file.")
+@click.option("--certfile", type=click.Path(dir_okay=False, exists=True), help="Serve https: PEM certificate chain.")
+@click.option("--keyfile", type=click.Path(dir_okay=False, exists=True), help="Serve https: PEM private key.")
 def control_plane(
     host: str,
     port: int,
@@ -67,6 +69,8 @@ def control_plane(
     redis_url: str | None,
     redis_prefix: str,
     api_key_file: str | None,
+    certfile: str | None,
+    keyfile: str | None,
 ) -> None:
     """Serve the task API: submissions, status, and the worker API (leases, results).
 
@@ -76,6 +80,8 @@ def control_plane(
     """
     if database and redis_url:
         _fail(AgentrtError("conflicting_storage_options", "give --database or --redis, not both"))
+    if (certfile is None) != (keyfile is None):
+        _fail(AgentrtError("incomplete_tls_options", "give both --certfile and --keyfile"))
     from ._server import ControlPlaneSettings, check_bind_host, load_api_key
 
     try:
@@ -94,7 +100,14 @@ def control_plane(
             async with trio.open_nursery() as nursery:
                 url = await nursery.start(
                     lambda task_status: serve_control_plane(
-                        store, settings, host=host, port=port, shutdown=shutdown, task_status=task_status
+                        store,
+                        settings,
+                        host=host,
+                        port=port,
+                        shutdown=shutdown,
+                        certfile=certfile,
+                        keyfile=keyfile,
+                        task_status=task_status,
                     )
                 )
                 _ready("control_plane_ready", url=url, storage="redis" if redis_url else "sqlite")
@@ -115,6 +128,7 @@ def control_plane(
 @click.option("--timeout", "timeout_seconds", default=3600.0, show_default=True, type=click.FloatRange(0.1, 86400))
 @click.option("--max-output-bytes", default=1024 * 1024, show_default=True, type=click.IntRange(1, 1024 * 1024))
 @click.option("--agent-id", default=None, help="Worker id (default host-pid-random).")
+@click.option("--ca-file", type=click.Path(dir_okay=False, exists=True), help="CA bundle for an https control plane.")
 @click.option("--pass-env", "pass_env", multiple=True, help="Environment variable to pass to commands (repeatable).")
 @click.option("--retry-attempts", default=5, show_default=True, type=click.IntRange(1, 100))
 @click.option("--retry-initial", default=1.0, show_default=True, type=click.FloatRange(0.001, 60))

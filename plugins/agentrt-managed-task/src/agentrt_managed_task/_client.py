@@ -11,7 +11,7 @@ import trio
 
 from agentrt import AgentrtError
 
-from ._config import ClientConfig
+from ._config import ClientConfig, tls_verify
 
 __all__ = ["ControlPlaneClient", "USER_AGENT", "MAX_RESPONSE_BYTES"]
 
@@ -46,6 +46,7 @@ class ControlPlaneClient:
                 "user-agent": USER_AGENT,
             },
             transport=transport,
+            verify=tls_verify(config.ca_file),
         )
 
     async def aclose(self) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import ssl
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -10,13 +12,14 @@ import attrs
 
 from agentrt import AgentrtError
 
-__all__ = ["ClientConfig", "validate_control_plane_url", "validate_token", "is_loopback_host"]
+__all__ = ["ClientConfig", "validate_control_plane_url", "validate_token", "is_loopback_host", "tls_verify"]
 
 OPT_IN = "AWP_AGENT_MANAGED_TASKS_OPT_IN"
 URL_VAR = "AWP_CONTROL_PLANE_URL"
 KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
 REMOTE_OPT_IN = "AGENTRT_REMOTE_API_OPT_IN"
 POLL_VAR = "AGENTRT_MANAGED_TASK_POLL_MS"  # default 500; tests shorten it
+CA_VAR = "AGENTRT_CONTROL_PLANE_CA_FILE"
 
 
 def is_loopback_host(host: str) -> bool:
@@ -83,6 +86,8 @@ class ClientConfig:
     api_key: str = attrs.field(repr=False)
     poll_interval: float = 0.5
     request_timeout: float = 5.0
+    #: A CA bundle for an https control plane with a private CA (default: the system's trust store).
+    ca_file: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ClientConfig | None:
@@ -106,4 +111,23 @@ class ClientConfig:
         poll = env.get(POLL_VAR, "")
         if poll and (not poll.isdigit() or not 10 <= int(poll) <= 5000):
             raise AgentrtError("invalid_managed_task_poll_interval", f"{POLL_VAR} must be 10..5000")
-        return cls(base_url=base, api_key=validate_token(key), poll_interval=int(poll) / 1000 if poll else 0.5)
+        ca_file = env.get(CA_VAR) or None
+        if ca_file is not None and not os.path.isabs(ca_file):
+            raise AgentrtError("invalid_control_plane_ca_file", f"{CA_VAR} must be an absolute path")
+        tls_verify(ca_file)  # fail at startup, not on the first tool call
+        return cls(
+            base_url=base,
+            api_key=validate_token(key),
+            poll_interval=int(poll) / 1000 if poll else 0.5,
+            ca_file=ca_file,
+        )
+
+
+def tls_verify(ca_file: str | None) -> ssl.SSLContext | bool:
+    """httpx's ``verify``: the system trust store, or a context trusting ``ca_file``."""
+    if ca_file is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise AgentrtError("invalid_control_plane_ca_file", f"cannot load the CA bundle {ca_file!r}") from exc

@@ -106,7 +106,9 @@ def load_api_key(env: Mapping[str, str], key_file: str | None = None) -> str | N
     if len(key.encode()) < 16 or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in key):
         raise AgentrtError("weak_control_plane_api_key", "the control-plane key must be at least 16 visible bytes")
     if len(set(key)) < 6 or key.lower() in _WEAK_KEYS:
-        raise AgentrtError("weak_control_plane_api_key", "the control-plane key is a placeholder: generate a random one")
+        raise AgentrtError(
+            "weak_control_plane_api_key", "the control-plane key is a placeholder: generate a random one"
+        )
     return key
 
 
@@ -171,6 +173,11 @@ def build_app(store: ThreadedStore, settings: ControlPlaneSettings) -> Starlette
                 return _error(409, exc.reason)
             except AgentOffline:
                 return _error(409, "agent is offline; register first")
+            except Exception as exc:
+                # Storage failures (e.g. Redis unreachable) end here, not in starlette's error
+                # middleware, which re-raises into the server: log the type, answer a bare 500.
+                log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
+                return _error(500, "internal error")
             return result if isinstance(result, Response) else JSONResponse(result)
 
         return wrapped
@@ -286,12 +293,7 @@ def build_app(store: ThreadedStore, settings: ControlPlaneSettings) -> Starlette
         Route("/v1/agent/tasks/{task_id}/result", endpoint(result), methods=["POST"]),
     ]
 
-    async def internal_error(request: Request, exc: Exception) -> Response:
-        # Storage failures land here (e.g. Redis unreachable): log the type, answer a bare 500.
-        log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
-        return _error(500, "internal error")
-
-    return Starlette(routes=routes, exception_handlers={Exception: internal_error})
+    return Starlette(routes=routes)
 
 
 def check_bind_host(host: str) -> str:
@@ -346,9 +348,13 @@ async def serve_control_plane(
     host: str = "127.0.0.1",
     port: int = 8100,
     shutdown: trio.Event,
+    certfile: str | None = None,
+    keyfile: str | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until ``shutdown`` is set; ``task_status.started(base_url)`` once listening.
+
+    With ``certfile``/``keyfile`` (PEM) the API is served over https.
 
     The maintenance loop (lease reaping every ``maintenance_interval``) runs in the same nursery.
     """
@@ -362,12 +368,19 @@ async def serve_control_plane(
     config.errorlog = None
     config.graceful_timeout = 2.0
     config.keep_alive_timeout = 30.0
+    if certfile is not None:
+        # Serve https directly (the tool and the worker then verify against their CA bundle).
+        config.certfile = certfile
+        config.keyfile = keyfile
     app = build_app(store, settings)
 
     async def maintenance() -> None:
         while True:
             await trio.sleep(settings.maintenance_interval)
-            await store.reap(settings.max_retries)
+            try:
+                await store.reap(settings.max_retries)
+            except Exception as exc:  # storage down: keep serving (requests get 500) and retry later
+                log.error("lease maintenance failed: %s", type(exc).__name__)
 
     async with trio.open_nursery() as nursery:
 

@@ -26,7 +26,7 @@ import trio
 
 from agentrt import AgentrtError
 
-from ._config import REMOTE_OPT_IN, validate_control_plane_url, validate_token
+from ._config import REMOTE_OPT_IN, tls_verify, validate_control_plane_url, validate_token
 from ._runner import run_command
 
 __all__ = ["WorkerSettings", "Worker", "resolve_allowlist", "OPT_IN_VAR", "DEFAULT_TRUSTED_PATH"]
@@ -36,6 +36,7 @@ log = logging.getLogger("agentrt.worker")
 OPT_IN_VAR = "AGENTRT_TRUSTED_TASK_EXECUTION_OPT_IN"
 KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
 DEFAULT_TRUSTED_PATH = "/usr/local/bin:/usr/bin:/bin"
+_TASK_ID = re.compile(r"^[0-9a-f-]{1,64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 MAX_ARGS = 128
 MAX_ARG_LENGTH = 8192
@@ -85,6 +86,7 @@ class WorkerSettings:
     retry_max: float = 60.0
     replay_interval: float = 30.0
     allowed_env: Mapping[str, str] = attrs.field(factory=dict)
+    ca_file: str | None = None
 
     @classmethod
     def from_env(
@@ -194,6 +196,7 @@ class Worker:
             trust_env=False,
             timeout=httpx.Timeout(s.request_timeout),
             headers={"authorization": f"Bearer {s.api_key}", "user-agent": "agentrt-worker/0.1"},
+            verify=tls_verify(s.ca_file),
         ) as client:
             self._client = client
             try:
@@ -265,6 +268,7 @@ class Worker:
                     await self._register()
             except _Retryable:
                 tasks = []
+            tasks = [row for row in tasks if isinstance(row, dict)] if isinstance(tasks, list) else []
             for row in tasks[:wanted]:
                 nursery.start_soon(self._execute, row)
             for _ in range(wanted - len(tasks[:wanted])):
@@ -275,7 +279,10 @@ class Worker:
     # -- one task --------------------------------------------------------------
     async def _execute(self, row: Mapping[str, Any]) -> None:
         try:
-            task_id, attempt = str(row["id"]), str(row["attempt_id"])
+            task_id, attempt = row.get("id"), row.get("attempt_id")
+            if not isinstance(task_id, str) or not isinstance(attempt, str) or not _TASK_ID.match(task_id):
+                log.error("claimed task without a usable id/attempt: ignored")
+                return
             lease_lost = False
             result: dict[str, Any] | None = None
             async with trio.open_nursery() as nursery:

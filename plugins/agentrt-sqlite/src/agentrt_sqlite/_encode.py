@@ -6,6 +6,7 @@ cattrs: the sink encodes tens of thousands of events per second.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,4 +46,9 @@ def encode_event(event: Event) -> bytes:
     data: dict[str, Any] = {"type": event.type}
     for name in _fields(type(event)):
         data[name] = getattr(event, name)
-    return orjson.dumps(data, default=_default, option=orjson.OPT_NON_STR_KEYS)
+    try:
+        return orjson.dumps(data, default=_default, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        # orjson refuses lone surrogates (and integers over 64 bits); the
+        # stdlib's ASCII JSON keeps them exactly as \udXXXX escapes.
+        return json.dumps(data, default=_default, ensure_ascii=True).encode()

@@ -8,6 +8,7 @@ replay the event log.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ from agentrt.events import (
     SessionStarted,
     StateChanged,
     TextDelta,
+    ThinkingDelta,
+    ToolResult,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
@@ -33,11 +36,20 @@ from ._encode import encode_event
 
 __all__ = ["Recorder", "ConversationInfo"]
 
-# The JSON arrives as UTF-8 bytes; CAST stores them as TEXT without a Python-side
-# decode (which costs as much as encoding for non-ASCII text).
-_INSERT_EVENT = (
-    "INSERT INTO events (source, seq, mono, wall, type, data) VALUES (?, ?, ?, ?, ?, CAST(? AS TEXT))"
-)
+# One statement for every event, so rows keep their arrival order.  Kind 0: the
+# JSON form, encoded in Python (orjson), arrives as UTF-8 bytes that CAST stores
+# as TEXT without a decode.  Kinds 1 and 2 (text and thinking deltas, string
+# tool results: most events and most bytes) let SQLite build the JSON: the
+# escaping then runs inside sqlite3_step, which releases the GIL, so the host
+# path's thread keeps running meanwhile.  The result is the same JSON form.
+_INSERT_EVENT = """
+INSERT INTO events (source, seq, mono, wall, type, data) VALUES (?1, ?2, ?3, ?4, ?5,
+  CASE ?6
+    WHEN 0 THEN CAST(?7 AS TEXT)
+    WHEN 1 THEN json_object('type', ?5, 'text', ?7, 'index', ?8)
+    ELSE json_object('type', ?5, 'tool_use_id', ?8, 'content', ?7, 'is_error', json(?9))
+  END)
+"""
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +67,17 @@ class _Turn:
     row: int
     mono: float
     reply: list[str] = attrs.Factory(list)
+
+
+def _ascii_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    source, seq, mono, wall, kind, how, a, b, c = row
+    if how == 0:
+        return row
+    if how == 1:
+        data: dict[str, Any] = {"type": kind, "text": a, "index": b}
+    else:
+        data = {"type": kind, "tool_use_id": b, "content": a, "is_error": c == "true"}
+    return (source, seq, mono, wall, kind, 0, json.dumps(data, ensure_ascii=True).encode(), None, None)
 
 
 class Recorder:
@@ -90,17 +113,27 @@ class Recorder:
                 if source not in self._known:
                     self._conversation(source, batch.wall)
                 seq = batch.first_seq
+                mono, wall = batch.mono, batch.wall
                 for event in batch.events:
-                    rows.append(
-                        (source, seq, batch.mono, batch.wall, event.type, encode_event(event))
-                    )
-                    seq += 1
+                    cls = type(event)
+                    e: Any = event  # exact-class checks below; mypy does not narrow on them
                     # Only the rarer event kinds derive rows; deltas are just logged.
-                    if type(event) is TextDelta:
+                    if cls is TextDelta:
+                        rows.append((source, seq, mono, wall, "text_delta", 1, e.text, e.index, None))
+                        seq += 1
                         turn = self._turns.get(source)
                         if turn is not None:
-                            turn.reply.append(event.text)
-                    elif isinstance(event, TurnStarted):
+                            turn.reply.append(e.text)
+                        continue
+                    if cls is ThinkingDelta:
+                        rows.append((source, seq, mono, wall, "thinking_delta", 1, e.text, e.index, None))
+                    elif cls is ToolResult and type(e.content) is str:
+                        rows.append((source, seq, mono, wall, "tool_result", 2, e.content,
+                                     e.tool_use_id, "true" if e.is_error else "false"))
+                    else:
+                        rows.append((source, seq, mono, wall, event.type, 0, encode_event(event), None, None))
+                    seq += 1
+                    if isinstance(event, TurnStarted):
                         self._turn_started(source, event, batch)
                     elif isinstance(event, (TurnCompleted, TurnFailed)):
                         self._turn_ended(source, event, batch)
@@ -120,7 +153,15 @@ class Recorder:
                             (source, event.state, event.previous,
                              event.reason, batch.wall),
                         )
-            db.executemany(_INSERT_EVENT, rows)
+            db.execute("SAVEPOINT event_rows")
+            try:
+                db.executemany(_INSERT_EVENT, rows)
+            except UnicodeEncodeError:
+                # A lone surrogate cannot be bound as UTF-8: store those rows as
+                # ASCII JSON (\\udXXXX escapes), which keeps the text exactly.
+                db.execute("ROLLBACK TO event_rows")
+                db.executemany(_INSERT_EVENT, [_ascii_row(r) for r in rows])
+            db.execute("RELEASE event_rows")
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:

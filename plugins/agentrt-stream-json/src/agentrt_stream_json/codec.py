@@ -280,6 +280,39 @@ class StreamJsonHostCodec(AwpHostCodec):
                     return (_text_delta(text, index, obj),)
         return self._raw_event(obj, ev)
 
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
+
+        Text deltas are most lines of a streaming reply; handling them here
+        saves two calls and a tuple per line (the host path's budget is about a
+        microsecond and a half per line, JSON parsing included).  Same events
+        as calling :meth:`decode` per object.
+        """
+        out: list[Event] = []
+        append = out.append
+        decode = self.decode
+        make = _text_delta
+        for obj in objs:
+            if type(obj) is dict and obj.get("type") == "stream_event":
+                ev = obj.get("event")
+                if type(ev) is dict and ev.get("type") == "content_block_delta":
+                    delta = ev.get("delta")
+                    index = ev.get("index")
+                    if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
+                        text = delta.get("text")
+                        if type(text) is str and text:
+                            msg = obj.get("api_message_id") or self._message_id
+                            blocks = self._text_blocks if msg == self._text_msg else self._text_message(msg)
+                            parts = blocks.get(index)
+                            if parts is None:
+                                blocks[index] = [text]
+                            else:
+                                parts.append(text)
+                            append(make(text, index, obj))
+                            continue
+            out.extend(decode(obj))
+        return out
+
     def _text_message(self, msg: Any) -> dict[int, list[str]]:
         blocks = self._streamed.setdefault(("text", msg), {})
         self._text_msg, self._text_blocks = msg, blocks

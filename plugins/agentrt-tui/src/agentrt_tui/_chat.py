@@ -99,7 +99,6 @@ async def _chat(
     no_log: bool,
 ) -> None:
     from agentrt import LaunchSpec, open_conversation
-    from agentrt.threads import ThreadRecord
 
     from ._sink import TuiSink
 
@@ -129,8 +128,6 @@ async def _chat(
             "env": env, "thread": thread_name, "dialect": launch.protocol,
             "executable": launch.executable, "model": launch.model,
         }))
-    usage = Usage()
-    turns = 0
     reader = _Input()
     async with open_conversation(launch, plugins=plugins, resume=resume, sinks=sinks,
                                  parent_env=env) as conv:
@@ -139,59 +136,69 @@ async def _chat(
         click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
                     dim=True)
         with trio.open_signal_receiver(signal.SIGINT) as sigint:
-            while True:
-                try:
-                    text = await reader.read()
-                except KeyboardInterrupt:
-                    continue  # Ctrl-C at the prompt clears the line, as in a shell
-                except EOFError:
-                    break
-                text = text.strip()
-                if not text:
-                    continue
-                if text in ("/exit", "/quit"):
-                    break
-                if text == "/help":
-                    click.echo(HELP)
-                    continue
-                if text == "/thread":
-                    click.echo(f"thread: {thread_name or '-'}\nsession: {conv.session_id or '-'}\n"
-                               f"model: {conv.model or '-'}")
-                    continue
-                if text == "/usage":
-                    click.echo(f"turns: {turns}\ninput tokens: {usage.input_tokens or 0}\n"
-                               f"output tokens: {usage.output_tokens or 0}")
-                    continue
-                if text.startswith("/") and " " not in text:
-                    click.echo(f"unknown command {text}; /help lists them")
-                    continue
-                terminal = await _turn(conv, text, sigint)
-                turns += 1
-                if terminal.usage is not None:
-                    usage = usage + terminal.usage
-                # Let the UI finish drawing the turn before the next prompt.
-                with trio.move_on_after(5):
-                    await tui.wait_turns(turns)
-                if store is not None and thread_name is not None and conv.session_id:
-                    await store.save_thread(ThreadRecord(
-                        name=thread_name, dialect=launch.protocol, executable=launch.executable,
-                        model=conv.model, session_id=conv.session_id))
+            async with trio.open_nursery() as nursery:
+                # Consumes every SIGINT as it arrives; cancel_turn is a no-op between
+                # turns, so a late Ctrl-C never cancels the next turn.
+                nursery.start_soon(_cancel_on_sigint, conv, sigint)
+                await _loop(conv, reader, tui, store, thread_name, launch)
+                nursery.cancel_scope.cancel()
         await conv.stop()
 
 
-async def _turn(conv: Any, text: str, sigint: Any) -> TurnCompleted | TurnFailed:
-    """Run one turn; a SIGINT while it runs cancels it."""
+async def _cancel_on_sigint(conv: Any, sigint: Any) -> None:
+    async for _ in sigint:
+        await conv.cancel_turn()
+
+
+async def _loop(conv: Any, reader: _Input, tui: Any, store: Any, thread_name: str | None, launch: Any) -> None:
+    from agentrt.threads import ThreadRecord
+
+    usage = Usage()
+    turns = 0
+    while True:
+        try:
+            text = await reader.read()
+        except KeyboardInterrupt:
+            continue  # Ctrl-C at the prompt clears the line, as in a shell
+        except EOFError:
+            break
+        text = text.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            break
+        if text == "/help":
+            click.echo(HELP)
+            continue
+        if text == "/thread":
+            click.echo(f"thread: {thread_name or '-'}\nsession: {conv.session_id or '-'}\n"
+                       f"model: {conv.model or '-'}")
+            continue
+        if text == "/usage":
+            click.echo(f"turns: {turns}\ninput tokens: {usage.input_tokens or 0}\n"
+                       f"output tokens: {usage.output_tokens or 0}")
+            continue
+        if text.startswith("/") and " " not in text:
+            click.echo(f"unknown command {text}; /help lists them")
+            continue
+        terminal = await _turn(conv, text)
+        turns += 1
+        if terminal.usage is not None:
+            usage = usage + terminal.usage
+        # Let the UI finish drawing the turn before the next prompt.
+        with trio.move_on_after(5):
+            await tui.wait_turns(turns)
+        if store is not None and thread_name is not None and conv.session_id:
+            await store.save_thread(ThreadRecord(
+                name=thread_name, dialect=launch.protocol, executable=launch.executable,
+                model=conv.model, session_id=conv.session_id))
+
+
+async def _turn(conv: Any, text: str) -> TurnCompleted | TurnFailed:
+    """Run one turn to its terminal event (the tui sink draws it)."""
     terminal: TurnCompleted | TurnFailed | None = None
-    async with trio.open_nursery() as nursery:
-
-        async def on_sigint() -> None:
-            async for _ in sigint:
-                await conv.cancel_turn()
-
-        nursery.start_soon(on_sigint)
-        async for event in conv.send(text):
-            if isinstance(event, (TurnCompleted, TurnFailed)):
-                terminal = event
-        nursery.cancel_scope.cancel()
+    async for event in conv.send(text):
+        if isinstance(event, (TurnCompleted, TurnFailed)):
+            terminal = event
     assert terminal is not None, "a turn stream ends with its terminal event"
     return terminal

@@ -25,14 +25,10 @@ def _md() -> Any:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    default_link_open = md.renderer.rules.get("link_open")
 
-    def link_open(tokens: Any, idx: int, options: Any, env: Any) -> str:
+    def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
-        if default_link_open is not None:
-            out: str = default_link_open(tokens, idx, options, env)
-            return out
-        rendered: str = md.renderer.renderToken(tokens, idx, options, env)
+        rendered: str = renderer.renderToken(tokens, idx, options, env)
         return rendered
 
     md.add_render_rule("link_open", link_open)
@@ -41,7 +37,12 @@ def _md() -> Any:
 
 def render_markdown(text: str) -> str:
     """``text`` (an agent's reply) as HTML that carries no script, handler or dangerous URL."""
-    html: str = _md().render(text)
+    try:
+        html: str = _md().render(text)
+    except Exception:  # never lose a reply to a renderer bug: show it as escaped text
+        import html as _html
+
+        return f"<pre>{_html.escape(text)}</pre>"
     return html
 
 

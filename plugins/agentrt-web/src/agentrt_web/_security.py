@@ -2,7 +2,7 @@
 
 * Every response gets a strict Content-Security-Policy (``default-src 'self'``,
   no inline script or style, ``frame-ancestors 'none'``),
-  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and,
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` (with ``no-referrer`` browsers send ``Origin: null``) and,
   unless the route set one, ``Cache-Control: no-store``.
 * Every browser gets a session cookie (random id, ``HttpOnly``,
   ``SameSite=Strict``) whose server-side record holds its CSRF token; every
@@ -237,7 +237,7 @@ def _security_headers(present: set[bytes]) -> list[tuple[bytes, bytes]]:
         (b"content-security-policy", CSP.encode()),
         (b"x-content-type-options", b"nosniff"),
         (b"x-frame-options", b"DENY"),
-        (b"referrer-policy", b"no-referrer"),
+        (b"referrer-policy", b"same-origin"),
         (b"cross-origin-opener-policy", b"same-origin"),
     ]
     if b"cache-control" not in present:

@@ -24,9 +24,6 @@ from ._security import is_loopback_host
 
 __all__ = ["WebOptions", "serve_web", "resolve_token"]
 
-_GRACE = 2.0
-
-
 @attrs.frozen(kw_only=True)
 class WebOptions:
     """How to serve."""
@@ -36,6 +33,8 @@ class WebOptions:
     token: str | None = None
     supervise_bots: bool = True
     term_grace: float | None = None
+    #: How long hypercorn lets open responses finish at shutdown (the hub ends ours first).
+    graceful_timeout: float = 2.0
 
 
 def resolve_token(env: Mapping[str, str]) -> str | None:
@@ -91,7 +90,7 @@ async def serve_web(
 
     config = Config()
     config.bind = [f"[{options.host}]:{options.port}" if ":" in options.host else f"{options.host}:{options.port}"]
-    config.graceful_timeout = _GRACE
+    config.graceful_timeout = options.graceful_timeout
     config.accesslog = None
     config.errorlog = "-"
     config.loglevel = "WARNING"

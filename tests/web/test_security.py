@@ -1,0 +1,135 @@
+"""The security wall: token when not on loopback, CSRF, headers, Host check, no secrets to the browser."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import LLM_SECRET, WEB_TOKEN, base_env
+from .test_browser_chat import shot
+
+CSP = re.compile(r"default-src 'self'.*frame-ancestors 'none'")
+
+
+def loopback_url(url: str) -> str:
+    # Bound to 0.0.0.0: reach it through 127.0.0.1 (the wall does not care which address is used).
+    return re.sub(r"//[^:/]+", "//127.0.0.1", url, count=1)
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'name="csrf-token" content="([^"]+)"', html)
+    assert m, html[:500]
+    return m.group(1)
+
+
+def test_non_loopback_without_token_refuses_to_start(tmp_path: Path, agent: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "agentrt", "web", "--host", "0.0.0.0", "--port", "0"],
+        env=base_env(tmp_path, agent), capture_output=True, timeout=30,
+    )
+    assert out.returncode == 2
+    assert b"web_token_required" in out.stderr
+
+
+def test_auth_wall_when_not_on_loopback(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent, AGENTRT_WEB_TOKEN=WEB_TOKEN), "--host", "0.0.0.0")
+    url = loopback_url(srv.url)
+    with httpx.Client(base_url=url, timeout=10) as c:
+        r = c.get("/", headers={"accept": "text/html"})
+        assert r.status_code == 303 and r.headers["location"].startswith("/login")
+        for path in ("/api/threads", "/events/bots", "/bots", "/static/../api/threads"):
+            assert c.get(path).status_code == 401, path
+        r = c.get("/login")
+        assert r.status_code == 200 and WEB_TOKEN not in r.text
+        token = csrf_of(r.text)
+        # An action without being logged in: refused even with the right CSRF token.
+        assert c.post("/api/threads", headers={"x-csrf-token": token}).status_code == 401
+        bad = c.post("/login", data={"csrf": token, "token": "wrong-token-123", "next": "/"})
+        assert bad.status_code == 401 and "not right" in bad.text
+        ok = c.post("/login", data={"csrf": token, "token": WEB_TOKEN, "next": "/"})
+        assert ok.status_code == 303 and ok.headers["location"] == "/"
+        cookie = ok.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and WEB_TOKEN not in cookie
+        page = c.get("/", headers={"accept": "text/html"})
+        assert page.status_code == 200 and WEB_TOKEN not in page.text
+        fresh = csrf_of(page.text)
+        assert c.post("/api/threads", headers={"x-csrf-token": fresh}).status_code == 201
+    # A bearer header works without a cookie (scripts), a wrong one does not.
+    with httpx.Client(base_url=url, timeout=10) as c:
+        assert c.get("/api/threads", headers={"authorization": f"Bearer {WEB_TOKEN}"}).status_code == 200
+        assert c.post("/api/threads", headers={"authorization": f"Bearer {WEB_TOKEN}"}).status_code == 201
+        assert c.get("/api/threads", headers={"authorization": "Bearer nope-nope-nope"}).status_code == 401
+    assert WEB_TOKEN.encode() not in srv.output
+
+
+def test_browser_login(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent, AGENTRT_WEB_TOKEN=WEB_TOKEN), "--host", "0.0.0.0")
+    url = loopback_url(srv.url)
+    page = browser.new_page()
+    page.goto(url + "/")
+    page.wait_for_url("**/login?next=/")
+    shot(page, "login.png")
+    page.fill("#token", "wrong-token-123")
+    page.click("#login-form button")
+    page.wait_for_selector("text=That token is not right.")
+    page.fill("#token", WEB_TOKEN)
+    page.click("#login-form button")
+    page.wait_for_selector("#new-thread")
+    cookies = browser.cookies()
+    assert [c["httpOnly"] for c in cookies] == [True]
+    assert all(WEB_TOKEN not in c["value"] for c in cookies)
+    assert WEB_TOKEN not in page.content()
+
+
+def test_csrf_and_origin(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        token = csrf_of(c.get("/", headers={"accept": "text/html"}).text)
+        assert c.post("/api/threads").status_code == 403
+        assert c.post("/api/threads", headers={"x-csrf-token": "forged"}).status_code == 403
+        assert c.post("/api/threads", data={"csrf": "forged"}).status_code == 403
+        evil = {"x-csrf-token": token, "origin": "http://evil.example"}
+        assert c.post("/api/threads", headers=evil).status_code == 403
+        assert c.post("/api/threads", headers={"x-csrf-token": token, "origin": "null"}).status_code == 403
+        r = c.post("/api/threads", headers={"x-csrf-token": token, "origin": srv.url})
+        assert r.status_code == 201
+        # GET never changes state.
+        assert c.get(f"/api/threads/{r.json()['name']}/delete").status_code == 405
+    # Another browser (no session) cannot reuse the token.
+    with httpx.Client(base_url=srv.url, timeout=10) as other:
+        assert other.post("/api/threads", headers={"x-csrf-token": token}).status_code == 403
+
+
+def test_headers_and_host_check(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        for path in ("/", "/static/app.js", "/api/threads", "/nope", "/bots"):
+            r = c.get(path)
+            assert CSP.search(r.headers["content-security-policy"]), path
+            assert "unsafe-inline" not in r.headers["content-security-policy"]
+            assert r.headers["x-content-type-options"] == "nosniff"
+        page = c.get("/", headers={"accept": "text/html"}).text
+        assert "<script>" not in page and " on" not in re.sub(r"<[^>]*>", "", page)[:0]
+        assert not re.search(r"<script(?![^>]*\bsrc=)", page)  # only external scripts
+        assert not re.search(r"\son[a-z]+=", page)  # no inline handlers
+        assert "style=" not in page
+        # DNS rebinding: a foreign Host header gets nothing.
+        assert c.get("/", headers={"host": "evil.example"}).status_code == 421
+        assert LLM_SECRET not in page
+
+
+@pytest.mark.parametrize("name", ["../etc", "a" * 65, "bad name"])
+def test_bad_thread_names(tmp_path: Path, agent: Path, server_factory: Any, name: str) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        token = csrf_of(c.get("/", headers={"accept": "text/html"}).text)
+        r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers={"x-csrf-token": token})
+        assert r.status_code in (400, 404)
+        if r.status_code == 400:
+            assert r.json()["error"]["code"] == "invalid_thread_name"
