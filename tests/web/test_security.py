@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from .conftest import LLM_SECRET, WEB_TOKEN, base_env
 from .test_browser_chat import shot
@@ -115,7 +114,7 @@ def test_headers_and_host_check(tmp_path: Path, agent: Path, server_factory: Any
             assert "unsafe-inline" not in r.headers["content-security-policy"]
             assert r.headers["x-content-type-options"] == "nosniff"
         page = c.get("/", headers={"accept": "text/html"}).text
-        assert "<script>" not in page and " on" not in re.sub(r"<[^>]*>", "", page)[:0]
+        assert "<script>" not in page
         assert not re.search(r"<script(?![^>]*\bsrc=)", page)  # only external scripts
         assert not re.search(r"\son[a-z]+=", page)  # no inline handlers
         assert "style=" not in page
@@ -124,12 +123,25 @@ def test_headers_and_host_check(tmp_path: Path, agent: Path, server_factory: Any
         assert LLM_SECRET not in page
 
 
-@pytest.mark.parametrize("name", ["../etc", "a" * 65, "bad name"])
-def test_bad_thread_names(tmp_path: Path, agent: Path, server_factory: Any, name: str) -> None:
+def test_bad_input_gets_a_coded_error(tmp_path: Path, agent: Path, server_factory: Any) -> None:
     srv = server_factory(base_env(tmp_path, agent))
     with httpx.Client(base_url=srv.url, timeout=10) as c:
         token = csrf_of(c.get("/", headers={"accept": "text/html"}).text)
-        r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers={"x-csrf-token": token})
-        assert r.status_code in (400, 404)
-        if r.status_code == 400:
-            assert r.json()["error"]["code"] == "invalid_thread_name"
+        h = {"x-csrf-token": token}
+        for name in ("a" * 65, "bad name", "semi;colon"):
+            r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers=h)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_thread_name", name
+        r = c.post("/api/threads/nosuch/messages", json={"text": "hi"}, headers=h)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_thread"
+        name = c.post("/api/threads", headers=h).json()["name"]
+        r = c.post(f"/api/threads/{name}/messages", content=b"not json", headers=h)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "bad_request"
+        r = c.post(f"/api/threads/{name}/messages", json={"text": "   "}, headers=h)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "empty_prompt"
+        r = c.post(f"/api/threads/{name}/messages", json={"text": "x" * 100_001}, headers=h)
+        assert r.status_code == 413 and r.json()["error"]["code"] == "prompt_too_long"
+        assert c.post(f"/api/threads/{name}/messages", json={"text": "hang"}, headers=h).status_code == 202
+        r = c.post(f"/api/threads/{name}/messages", json={"text": "again"}, headers=h)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "turn_in_progress"
+        assert c.post(f"/api/threads/{name}/cancel", headers=h).json() == {"cancelled": True}
+        assert c.get("/bots/nosuch").status_code == 404

@@ -75,6 +75,14 @@ class _Printer:
             self._pending.clear()
             await self._sink.send_all(data)
 
+    async def drain(self) -> None:
+        """Write what the dialect owes the host outside any event (stream-json control responses)."""
+        drain_output = getattr(self._codec, "drain_output", None)
+        if drain_output is not None:
+            for obj in drain_output():
+                self._pending.append(encode_line(obj))
+            await self.flush()
+
     async def emit(self, *events: Event) -> None:
         for event in events:
             self._add(event)
@@ -233,6 +241,9 @@ async def _serve_lines(agent: Agent, source: ByteSource, printer: _Printer) -> N
     async for line in read_lines(source):
         try:
             decoded = _decode_line(agent.codec, line)
+            # Turns run one at a time in this loop, so a control request (e.g. the
+            # SDK's `initialize`) is answered as soon as its line is read.
+            await printer.drain()
             if decoded is None:
                 continue
             if isinstance(decoded, Shutdown):

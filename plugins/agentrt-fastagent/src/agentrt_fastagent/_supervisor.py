@@ -390,11 +390,11 @@ class Supervisor:
             # e.g. the bot was deleted while running: this bot ends, the others go on.
             print(f"agentrt: bot {bot_id}: {exc.code}: {exc.detail}", file=sys.stderr)
         finally:
+            self._live.pop(bot_id, None)
             if exited is not None:
                 # Before `done`: a shutdown waiting for it must not cut this event off.
                 with trio.CancelScope(shield=True), trio.move_on_after(_EMIT_WAIT):
                     await self._emit(bot_id, [exited])
-            self._live.pop(bot_id, None)
             live.done.set()
             self.wake()
 

@@ -312,7 +312,10 @@ class Worker:
                 log.warning("task %s: lease lost, result dropped", task_id)
                 return
             result["attempt_id"] = attempt
-            await self._deliver(task_id, attempt, result)
+            try:
+                await self._deliver(task_id, attempt, result)
+            except OSError as exc:  # the outbox could not be written (disk full...): the lease retries it
+                log.error("task %s: result could not be queued: %s", task_id, type(exc).__name__)
         finally:
             self._free.release()
 
@@ -408,7 +411,11 @@ class Worker:
     async def _replay(self) -> None:
         """Send every queued result once; keep those the control plane could not take yet."""
         async with self._replay_lock:
-            names = sorted(await trio.to_thread.run_sync(os.listdir, self._outbox))
+            try:
+                names = sorted(await trio.to_thread.run_sync(os.listdir, self._outbox))
+            except OSError as exc:
+                log.error("outbox unreadable: %s", type(exc).__name__)
+                return
             for name in names:
                 if not name.endswith(".json"):
                     continue

@@ -1,0 +1,132 @@
+"""The server in-process under trio: shutdown with streams attached, the hub, the projection, rendering."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import segno
+import trio
+
+from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
+from agentrt_web._chat import WebSink
+from agentrt_web._hub import SUBSCRIBER_BUFFER, Hub, sse_frame
+from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
+from agentrt_web._server import WebOptions, serve_web
+
+from .conftest import base_env
+from .fixture_web_agent import XSS
+
+
+async def test_shutdown_is_immediate_with_streams_attached(tmp_path: Path, agent: Path) -> None:
+    # hypercorn would wait up to graceful_timeout (60 s here) for open responses:
+    # only closing our own streams first lets shutdown finish inside the bound.
+    env = base_env(tmp_path, agent)
+    stop = trio.Event()
+    ended: list[str] = []
+    async with trio.open_nursery() as nursery:
+        opts = WebOptions(host="127.0.0.1", port=0, graceful_timeout=60.0, supervise_bots=False)
+        urls: list[str] = []
+        state = await nursery.start(lambda task_status: serve_web(
+            opts, env=env, stop=stop, on_ready=urls.extend, task_status=task_status))
+        assert urls
+        async with httpx.AsyncClient(base_url=urls[0], timeout=10) as client:
+
+            async def listen(i: int, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+                async with client.stream("GET", f"/events/threads/t{i}") as resp:
+                    assert resp.status_code == 200
+                    assert resp.headers["content-type"].startswith("text/event-stream")
+                    task_status.started()
+                    async for _ in resp.aiter_bytes():
+                        pass
+                ended.append(f"t{i}")
+
+            async with trio.open_nursery() as clients:
+                for i in range(10):
+                    await clients.start(listen, i)
+                assert sum(state.hub.subscribers(f"thread:t{i}") for i in range(10)) == 10
+                with trio.fail_after(5):
+                    stop.set()
+                    # Every stream ends cleanly (EOF, not a reset) and the server stops.
+    assert sorted(ended) == sorted(f"t{i}" for i in range(10))
+
+
+async def test_hub_drops_a_subscriber_that_falls_behind() -> None:
+    hub = Hub()
+    slow = hub.stream("x")
+    first = await slow.__anext__()
+    assert first.startswith(b"retry:")
+    for i in range(SUBSCRIBER_BUFFER + 1):
+        hub.publish("x", sse_frame({"i": i}))
+    assert hub.dropped == 1 and hub.subscribers("x") == 0
+    # What was buffered is still delivered, then the stream ends (the page reloads).
+    got = b""
+    with trio.fail_after(5):
+        async for chunk in slow:
+            got += chunk
+    assert got.count(b"data: ") == SUBSCRIBER_BUFFER
+    hub.close()
+    after = hub.stream("y")
+    assert (await after.__anext__()).startswith(b"retry:")
+    with trio.fail_after(1):
+        assert [c async for c in after] == []
+
+
+def batch(*events: Any, mono: float = 1.0) -> EventBatch:
+    return EventBatch(source="c", first_seq=0, mono=mono, wall=1000.0, events=events)
+
+
+async def test_projection_carries_labels_not_payloads() -> None:
+    hub = Hub()
+    sink = WebSink(hub, "t")
+    stream = hub.stream("thread:t")
+    await stream.__anext__()
+    await sink.handle(batch(TurnStarted(turn=1, prompt="go"), mono=1.0))
+    await sink.handle(batch(
+        ToolUse(id="u1", name="Bash", input={"command": "cat /etc/shadow", "secret": "s3cr3t"},
+                summary="Running: cat /etc/shadow"),
+        ToolResult(tool_use_id="u1", content="root:x:0:0 s3cr3t", is_error=False),
+        Status(kind="rate_limit", label="rate_limited", detail={"resetsAt": 5}),
+        TextDelta(text="a"), TextDelta(text="b"), mono=1.5))
+    await sink.handle(batch(TurnCompleted(usage=Usage(input_tokens=3, output_tokens=4)), mono=3.25))
+    hub.close()
+    body = b"".join([c async for c in stream]).decode()
+    assert "s3cr3t" not in body and "root:x" not in body
+    assert '"label":"Running: cat /etc/shadow"' in body
+    assert '"k":"text","text":"ab"' in body  # deltas of one batch are one message
+    assert '"label":"Rate limited (resets at 5); waiting"' in body
+    assert '"duration":2.25' in body and '"usage":{"input_tokens":3,"output_tokens":4}' in body
+    assert sink.terminals == 1
+
+
+def test_markdown_rendering_is_inert() -> None:
+    html = render_markdown(XSS)
+    assert "<script" not in html and "<img" not in html and "onerror=\"" not in html
+    assert "javascript:" not in re.findall(r'href="([^"]*)"', html)[0]
+    assert re.findall(r'href="([^"]*)"', html) == ["https://example.com/"]
+    assert 'rel="noopener noreferrer nofollow"' in html
+    assert "<strong>bold</strong>" in html
+    assert render_markdown("[x](JaVaScRiPt:alert(1))").count("href") == 0
+    assert render_markdown("![i](data:text/html;base64,PHNjcmlwdD4=)").count("src=") == 0
+    assert "<table>" in render_markdown("| a |\n|---|\n| b |")
+
+
+def test_qr_svg_is_segno_rendering() -> None:
+    url = "https://liteapp.weixin.qq.com/q/abc?x=1"
+    buf = io.BytesIO()
+    segno.make_qr(url, error="m").save(buf, kind="svg", scale=6, border=4, dark="#000", light="#fff", xmldecl=True)
+    assert qr_svg(url) == buf.getvalue().decode()
+    assert qr_svg(url).startswith("<?xml")
+
+
+def test_small_helpers() -> None:
+    assert relative_time(100.0, now=110.0) == "just now"
+    assert relative_time(0.0, now=600.0) == "10 min ago"
+    assert relative_time(0.0, now=7200.0) == "2 h ago"
+    assert relative_time(None) == ""
+    assert title_of("first line\nsecond", "n") == "first line"
+    assert title_of("", "fallback") == "fallback"
+    assert len(title_of("x" * 500, "n")) == 60
