@@ -232,3 +232,28 @@ async def test_exit_while_a_grandchild_holds_stdout(tmp_path: Path, sup_factory,
         assert exited.returncode == 5 and not exited.requested
         rec = await store.get_bot("b1")
         assert rec.restart_count == 1 and rec.status == "stopped"
+
+
+async def test_store_failure_under_one_bot_spares_the_others(tmp_path: Path, recorder, capfd) -> None:
+    class FlakyStore(MemoryBotStore):
+        failures = 1
+
+        async def save_bot(self, record):
+            if record.bot_id == "flaky" and record.status == "running" and self.failures:
+                self.failures -= 1
+                raise OSError(28, "No space left on device")
+            await super().save_bot(record)
+
+    store = FlakyStore()
+    cfg = SupervisorConfig(instances_dir=tmp_path / "i", binary=make_binary(tmp_path / "bin", "restored_happy"),
+                           reconcile_interval=0.05, parent_env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    async with open_supervisor(store, config=cfg, resolve=resolver(), sinks=[recorder]) as sup:
+        for b in ("flaky", "steady"):
+            await sup.add_bot(b)
+            await sup.request_start(b)
+        await recorder.wait_state("steady", "running")
+        # the flaky bot's process was stopped with its task, then started again and reached running
+        await recorder.wait_state("flaky", "running")
+        assert recorder.kinds("flaky").count("process_started") == 2
+        assert recorder.kinds("steady").count("process_started") == 1
+    assert "No space left on device" in capfd.readouterr().err

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import segno
 import trio
-
-from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
 from agentrt_web._chat import WebSink
 from agentrt_web._hub import SUBSCRIBER_BUFFER, Hub, sse_frame
 from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
 from agentrt_web._server import WebOptions, serve_web
+
+from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
 
 from .conftest import base_env
 from .fixture_web_agent import XSS

@@ -89,13 +89,14 @@ def _now() -> str:
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
+    # Atomic (readers see the old or the new file), not fsynced: an fsync per
+    # file tripled the sync's cost, and everything here is rebuilt by the next
+    # sync (markers are re-derived, the summary is diagnostic).
     tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, sort_keys=True)
             fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

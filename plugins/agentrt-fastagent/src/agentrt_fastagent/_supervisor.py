@@ -283,6 +283,8 @@ class Supervisor:
                 await self.reconcile()
             except AgentrtError as exc:
                 print(f"agentrt: reconcile failed: {exc.code}: {exc.detail}", file=sys.stderr)
+            except OSError as exc:  # the store's disk: try again next pass
+                print(f"agentrt: reconcile failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             self._reconciled.set()
             self._reconciled = trio.Event()
             with trio.move_on_after(self.config.reconcile_interval):
@@ -389,6 +391,8 @@ class Supervisor:
         except AgentrtError as exc:
             # e.g. the bot was deleted while running: this bot ends, the others go on.
             print(f"agentrt: bot {bot_id}: {exc.code}: {exc.detail}", file=sys.stderr)
+        except OSError as exc:  # the store's disk failed under this bot: the others go on
+            print(f"agentrt: bot {bot_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
         finally:
             self._live.pop(bot_id, None)
             if exited is not None:

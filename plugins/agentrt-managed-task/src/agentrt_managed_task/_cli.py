@@ -124,16 +124,55 @@ def control_plane(
 @click.option("--slots", default=2, show_default=True, type=click.IntRange(1, 64), help="Tasks run at once.")
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Run dirs and the result outbox.")
 @click.option("--trusted-path", default=None, help="PATH used to resolve --allow and given to commands.")
-@click.option("--poll-interval", default=2.0, show_default=True, type=click.FloatRange(0.01, 60))
-@click.option("--timeout", "timeout_seconds", default=3600.0, show_default=True, type=click.FloatRange(0.1, 86400))
-@click.option("--max-output-bytes", default=1024 * 1024, show_default=True, type=click.IntRange(1, 1024 * 1024))
+@click.option(
+    "--poll-interval",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 60),
+    help="Seconds between claims when idle.",
+)
+@click.option(
+    "--timeout",
+    "timeout_seconds",
+    default=3600.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 86400),
+    help="Per-command time limit (s).",
+)
+@click.option(
+    "--max-output-bytes",
+    default=1024 * 1024,
+    show_default=True,
+    type=click.IntRange(1, 1024 * 1024),
+    help="Output kept per command.",
+)
 @click.option("--agent-id", default=None, help="Worker id (default host-pid-random).")
 @click.option("--ca-file", type=click.Path(dir_okay=False, exists=True), help="CA bundle for an https control plane.")
 @click.option("--pass-env", "pass_env", multiple=True, help="Environment variable to pass to commands (repeatable).")
-@click.option("--retry-attempts", default=5, show_default=True, type=click.IntRange(1, 100))
-@click.option("--retry-initial", default=1.0, show_default=True, type=click.FloatRange(0.001, 60))
-@click.option("--retry-max", default=60.0, show_default=True, type=click.FloatRange(0.001, 3600))
-@click.option("--replay-interval", default=30.0, show_default=True, type=click.FloatRange(0.01, 3600))
+@click.option(
+    "--retry-attempts",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Delivery attempts before a queued result waits for the replay loop.",
+)
+@click.option(
+    "--retry-initial", default=1.0, show_default=True, type=click.FloatRange(0.001, 60), help="First retry backoff (s)."
+)
+@click.option(
+    "--retry-max",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0.001, 3600),
+    help="Longest retry backoff (s).",
+)
+@click.option(
+    "--replay-interval",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 3600),
+    help="Seconds between outbox replays.",
+)
 def worker(
     control_plane_url: str, allow: tuple[str, ...], work_dir: str | None, agent_id: str | None, **options: Any
 ) -> None:

@@ -123,7 +123,8 @@ class ManagedTaskTool:
         argv, timeout = validate_arguments(arguments)
         key = idempotency_key(context.session_id, context.turn_identity, context.tool_call_id, argv, timeout)
         body = {"task_type": "command", "payload": {"argv": argv}, "idempotency_key": key}
-        deadline = trio.current_time() + round(timeout * 1000) / 1000
+        # Math.round parity (half up, not half to even): the reference waits round(timeout*1000) ms.
+        deadline = trio.current_time() + math.floor(timeout * 1000 + 0.5) / 1000
         client = ControlPlaneClient(self._config)
         try:
             try:

@@ -12,6 +12,8 @@ catches up; nothing is ever dropped.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -45,6 +47,7 @@ class SqliteSink:
         flush_interval: float = 0.02,
         max_pending: int = 20_000,
         close_timeout: float = 10.0,
+        writer_nice: int = 10,
     ) -> None:
         self.path = path
         self.info = info or ConversationInfo()
@@ -52,6 +55,7 @@ class SqliteSink:
         self.flush_interval = flush_interval
         self.max_pending = max_pending
         self.close_timeout = close_timeout
+        self.writer_nice = writer_nice
         self._cond = threading.Condition()
         self._pending: list[EventBatch] = []
         self._pending_events = 0
@@ -132,7 +136,20 @@ class SqliteSink:
             return err
         return AgentrtError("sink_write_failed", f"the sqlite sink failed: {type(err).__name__}: {err}")
 
+    def _lower_priority(self) -> None:
+        # Storing is background work: under CPU contention the agent's stdout pump
+        # (and the agent itself) should win.  The GIL is released while SQLite
+        # works, so this mostly lowers the priority of that part.  Linux only:
+        # there a thread id is a valid target of setpriority and affects only
+        # this thread; elsewhere it would name the process, or another one.
+        if self.writer_nice > 0 and sys.platform == "linux":
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.writer_nice)
+            except OSError:
+                pass
+
     def _run(self) -> None:
+        self._lower_priority()
         try:
             db = connect(self.path)
         except BaseException as exc:
@@ -175,7 +192,7 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
     Options: ``url`` (else ``AGENTRT_DATABASE_URL`` of ``env``), ``env``,
     ``thread`` (link the conversations to this named thread), ``dialect``,
     ``executable``, ``model``, and the tuning knobs ``buffer_size``,
-    ``flush_interval``, ``max_pending``.
+    ``flush_interval``, ``max_pending``, ``writer_nice``.
     """
     import os
 
@@ -189,7 +206,7 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
         model=options.get("model"),
     )
     kwargs: dict[str, Any] = {}
-    for key in ("buffer_size", "flush_interval", "max_pending"):
+    for key in ("buffer_size", "flush_interval", "max_pending", "writer_nice"):
         if key in options:
             kwargs[key] = options[key]
     return SqliteSink(database_path(env), info=info, **kwargs)

@@ -49,6 +49,10 @@ __all__ = ["ChatManager", "WebSink", "LiveState", "valid_thread_name"]
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_PROMPT = 100_000
 _OPEN_TIMEOUT = 30.0
+#: At most one frame per this interval while a reply streams (a display refresh): the
+#: conversation merges what arrives meanwhile (``coalesce``), so pages cost the same
+#: whatever the agent's line rate.  The first frame of a burst goes out at once.
+FRAME_INTERVAL = 1 / 30
 _CLOSE_TIMEOUT = 15.0
 
 
@@ -90,7 +94,6 @@ class WebSink:
         self.thread = thread
         self.topic = f"thread:{thread}"
         self.live = LiveState()
-        self.turn_done = trio.Event()
         #: Terminal messages delivered so far (tests wait on them).
         self.terminals = 0
 
@@ -139,8 +142,9 @@ class WebSink:
         if out:
             # ``t`` is when the runtime decoded the chunk: the page-latency benchmark reads it.
             self.hub.publish(self.topic, sse_frame({"t": batch.wall, "m": out}))
-        if self.terminals and not self.turn_done.is_set():
-            self.turn_done.set()
+            if self.live.turn is not None and self.hub.subscribers(self.topic):
+                # Pace while streaming; batches arriving meanwhile are merged, not queued.
+                await trio.sleep(FRAME_INTERVAL)
 
     def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
         live = self.live

@@ -1,0 +1,203 @@
+"""The web UI under load: 50 browsers' worth of SSE clients on one streaming conversation.
+
+One ``agentrt web`` server runs in-process (hypercorn's trio worker, the real
+app, the database sink); a fixture agent (tests/web/fixture_web_agent.py,
+``bench N``) writes N text-delta lines as fast as it can.  Measured, in the
+same run:
+
+* host-path throughput (lines/s from the turn's start to its terminal event,
+  through framing, the codec, the turn rules, the database sink and the web
+  sink) with no page attached, then with 50 SSE clients attached (httpx
+  streaming clients in a separate process, as browsers would be);
+  ``ratio_with_clients`` is the second over the first (target: >= 0.8);
+* first-token latency to the page: the runtime stamps each batch with the
+  wall time it decoded the chunk (``t``); each client notes when the frame
+  with the first delta arrived; the difference is the time from reaching the
+  runtime to reaching the page (target: <= 50 ms).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = ROOT / "tests" / "web" / "fixture_web_agent.py"
+LINES = int(os.environ.get("AGENTRT_BENCH_WEB_LINES", "100000"))
+CLIENTS = int(os.environ.get("AGENTRT_BENCH_WEB_CLIENTS", "50"))
+ROUNDS = int(os.environ.get("AGENTRT_BENCH_WEB_ROUNDS", "3"))
+
+# The clients: one process, CLIENTS streaming requests; each reports when it saw the first delta.
+_CLIENT = r"""
+import json, sys, time, trio, httpx
+url, n = sys.argv[1], int(sys.argv[2])
+out = []
+async def one(client, ready):
+    # Parse frames until the first delta (its latency is measured), then only look for the end:
+    # real browsers parse on their own machines, not on the server's cores.
+    first = None; size = 0
+    async with client.stream("GET", url) as r:
+        ready()
+        buf = b""
+        async for chunk in r.aiter_bytes():
+            now = time.time()
+            size += len(chunk)
+            if first is None:
+                buf += chunk
+                while first is None and b"\n\n" in buf:
+                    frame, buf = buf.split(b"\n\n", 1)
+                    for line in frame.split(b"\n"):
+                        if line.startswith(b"data: "):
+                            msg = json.loads(line[6:])
+                            if any(m["k"] == "text" and m["text"].startswith("FIRST") for m in msg["m"]):
+                                first = now - msg["t"]
+                tail = buf
+            else:
+                tail = tail[-32:] + chunk
+            if b'"k":"done"' in tail or b'"k":"failed"' in tail:
+                out.append({"first": first, "bytes": size})
+                return
+async def main():
+    count = 0
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=n + 5)) as client:
+        async with trio.open_nursery() as nursery:
+            def ready():
+                nonlocal count
+                count += 1
+                if count == n:
+                    print("READY", flush=True)
+            for _ in range(n):
+                nursery.start_soon(one, client, ready)
+    print(json.dumps(out), flush=True)
+trio.run(main)
+"""
+
+
+def _agent(directory: Path) -> Path:
+    path = directory / "web-agent"
+    path.write_text(f"#!{sys.executable} -S\nimport runpy\nrunpy.run_path({str(AGENT)!r}, run_name='__main__')\n")
+    path.chmod(0o755)
+    return path
+
+
+_CPU: dict[str, list[float]] = {"base": [], "loaded": [], "clients": []}
+
+
+def _self_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+async def _turn(live: Any, kind: str | None = None) -> float:
+    """One ``bench N`` turn; returns host-path lines per second."""
+    start = trio.current_time()
+    cpu = _self_cpu()
+    terminal = await live.conv.ask(f"bench {LINES}")
+    elapsed = trio.current_time() - start
+    if kind is not None:
+        _CPU[kind].append((_self_cpu() - cpu) / LINES * 1e6)
+    assert terminal.type == "turn_completed", terminal
+    return (LINES + 3) / elapsed
+
+
+async def _run(work: Path) -> dict[str, Any]:
+    from agentrt_web._server import WebOptions, serve_web
+
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "LANG": "C.UTF-8",
+        "AGENTRT_DATABASE_URL": f"sqlite://{work / 'agentrt.db'}",
+        "AWP_AGENT_CLI_EXECUTABLE": str(_agent(work)),
+        "AGENTRT_BOTS_CONFIG": str(work / "none.toml"),
+    }
+    stop = trio.Event()
+    urls: list[str] = []
+    base: list[float] = []
+    loaded: list[float] = []
+    firsts: list[float] = []
+    async with trio.open_nursery() as nursery:
+        state = await nursery.start(lambda task_status: serve_web(
+            WebOptions(port=0, supervise_bots=False), env=env, stop=stop, on_ready=urls.extend,
+            task_status=task_status))
+        name = await state.chats.create()
+        live = await state.chats.open(name)
+        await _turn(live)  # warm-up: process start, database, imports
+        for _ in range(ROUNDS):
+            base.append(await _turn(live, "base"))
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _CLIENT, f"{urls[0]}/events/threads/{name}", str(CLIENTS)],
+                stdout=subprocess.PIPE)
+            assert proc.stdout is not None
+            buf = b""
+            with trio.fail_after(60):
+                while b"READY" not in buf:
+                    buf += await proc.stdout.receive_some()
+                while state.hub.subscribers(f"thread:{name}") < CLIENTS:
+                    await trio.sleep(0.01)
+            children = _children_cpu()
+            loaded.append(await _turn(live, "loaded"))
+            with trio.fail_after(120):
+                while not buf.rstrip().endswith(b"]"):
+                    chunk = await proc.stdout.receive_some()
+                    if not chunk:
+                        break
+                    buf += chunk
+                await proc.wait()
+            _CPU["clients"].append(_children_cpu() - children)
+            report = json.loads(buf.split(b"READY", 1)[1])
+            assert len(report) == CLIENTS, report
+            firsts.extend(r["first"] for r in report if r["first"] is not None)
+        stop.set()
+    firsts.sort()
+    base_rate = statistics.median(base)
+    loaded_rate = statistics.median(loaded)
+    return {
+        "lines_per_turn": LINES,
+        "sse_clients": CLIENTS,
+        "rounds": ROUNDS,
+        "lines_per_s_no_clients": round(base_rate),
+        "lines_per_s_with_clients": round(loaded_rate),
+        "ratio_with_clients": round(loaded_rate / base_rate, 3),
+        "first_token_to_page_ms_median": round(1000 * statistics.median(firsts), 2),
+        "first_token_to_page_ms_p95": round(1000 * firsts[int(0.95 * (len(firsts) - 1))], 2),
+        "first_token_to_page_ms_max": round(1000 * firsts[-1], 2),
+        "hub_dropped_subscribers": state.hub.dropped,
+        # CPU of this process per line (µs; includes the sqlite writer thread), and of the client process.
+        "server_cpu_us_per_line_no_clients": round(statistics.median(_CPU["base"]), 2),
+        "server_cpu_us_per_line_with_clients": round(statistics.median(_CPU["loaded"]), 2),
+        "client_process_cpu_s_per_turn": round(statistics.median(_CPU["clients"]), 3),
+    }
+
+
+def main() -> dict[str, Any]:
+    """Run the benchmark; print a table; return the figures."""
+    work = Path(tempfile.mkdtemp(prefix="agentrt-bench-web-"))
+    try:
+        started = time.monotonic()
+        result = trio.run(_run, work)
+        result["wall_s"] = round(time.monotonic() - started, 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        print(f"  {key:<{width}}  {value}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
