@@ -100,11 +100,11 @@ def _end_to_end() -> dict[str, Any]:
 
     import httpx
     import trio
-    from agentrt_openai import OpenAIConfig, OpenAIProvider
     from openai import AsyncOpenAI
 
     from agentrt.provider import ProviderRequest, TextChunk
     from agentrt.testing import ReplayResponse, serve_replay
+    from agentrt_openai import OpenAIConfig, OpenAIProvider
 
     body = build_text_stream()
     response = ReplayResponse.sse(body).split(16384)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from agentrt_awp_jsonl.codec import AwpJsonlDialect
 from agentrt_stream_json.codec import StreamJsonDialect
 

@@ -6,11 +6,10 @@ import subprocess
 import sys
 from typing import Any
 
-import agentrt_awp_jsonl
 import orjson
 import pytest
-from agentrt_awp_jsonl.codec import AwpJsonlDialect
 
+import agentrt_awp_jsonl
 from agentrt import AgentrtError, Plugins
 from agentrt.dialect import DocumentBlock, ImageBlock, InputError, Shutdown, TextBlock, Turn
 from agentrt.events import (
@@ -26,6 +25,7 @@ from agentrt.events import (
     TurnFailed,
     Usage,
 )
+from agentrt_awp_jsonl.codec import AwpJsonlDialect
 
 
 def host() -> Any:

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from agentrt_awp_jsonl.codec import AwpAgentCodec, AwpHostCodec, AwpJsonlDialect
-from agentrt_stream_json.codec import StreamJsonDialect
 
 from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn
 from agentrt.events import Event, TextDelta
 from agentrt.testing import check_dialect
+from agentrt_awp_jsonl.codec import AwpAgentCodec, AwpHostCodec, AwpJsonlDialect
+from agentrt_stream_json.codec import StreamJsonDialect
 
 
 @pytest.mark.parametrize(

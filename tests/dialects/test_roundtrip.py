@@ -8,8 +8,6 @@ from typing import Any
 import attrs
 import orjson
 import pytest
-from agentrt_awp_jsonl.codec import AwpJsonlDialect
-from agentrt_stream_json.codec import StreamJsonDialect
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +26,8 @@ from agentrt.events import (
 )
 from agentrt.labels import tool_label
 from agentrt.testing import normalize_events
+from agentrt_awp_jsonl.codec import AwpJsonlDialect
+from agentrt_stream_json.codec import StreamJsonDialect
 
 SETTINGS = settings(max_examples=80, deadline=None)
 FUZZ_SETTINGS = settings(max_examples=50, deadline=None)

@@ -6,11 +6,10 @@ import importlib
 import json
 from typing import Any
 
-import agentrt_stream_json
 import orjson
 import pytest
-from agentrt_stream_json.codec import COMPAT_ARGS, StreamJsonDialect, permission_response
 
+import agentrt_stream_json
 from agentrt import AgentrtError, Plugins
 from agentrt.dialect import InputError, Shutdown, Turn
 from agentrt.events import (
@@ -29,6 +28,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.permissions import PermissionDecision
+from agentrt_stream_json.codec import COMPAT_ARGS, StreamJsonDialect, permission_response
 
 
 def host() -> Any:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrt_stream_json.codec import StreamJsonDialect
-
 from agentrt.events import (
     ControlRequest,
     Diagnostic,
@@ -26,6 +24,7 @@ from agentrt.events import (
     TurnCompleted,
     TurnFailed,
 )
+from agentrt_stream_json.codec import StreamJsonDialect
 
 
 def normalize(events: list[Event]) -> list[tuple[Any, ...]]:

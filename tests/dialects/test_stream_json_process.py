@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from agentrt_stream_json.codec import StreamJsonDialect
 
 from agentrt import LaunchSpec, open_conversation
 from agentrt.events import ControlRequest, SessionStarted, TextDelta, TurnCompleted, TurnFailed
 from agentrt.permissions import DENY_MESSAGE, PermissionDecision, PermissionRequest, deny_all
+from agentrt_stream_json.codec import StreamJsonDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
 CAPTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/claude-code"

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 import trio
+
+from agentrt.bots import BotRecord
+from agentrt.events import Event, EventBatch, Lifecycle, ProcessExited, StateChanged
 from agentrt_fastagent._launch import LlmProfile, SandboxConfig
 from agentrt_fastagent._store import MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
-from agentrt.bots import BotRecord
-from agentrt.events import Event, EventBatch, Lifecycle, ProcessExited, StateChanged
-
 FIXTURE = Path(__file__).parent / "fixtures" / "fake_fastagent.py"
-CAPTURES = Path("/work/shared/fixtures/fastagent")
+CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "fastagent"
 WAIT = 10.0  # every wait in these tests is bounded by this
 
 

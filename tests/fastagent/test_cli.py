@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import trio
-from agentrt_fastagent._config import load_config
 
 from agentrt._framing import JsonlReader
 from agentrt._process import ProcessSpec, open_process
+from agentrt_fastagent._config import load_config
 
 from .conftest import WAIT, make_binary
 
@@ -134,11 +134,10 @@ async def test_supervise_obeys_the_cli(cli_env: dict[str, str], tmp_path: Path) 
 
 
 async def test_qr_is_drawn_in_the_terminal(cli_env: dict[str, str]) -> None:
+    from agentrt.bots import BotRecord
     from agentrt_fastagent._store import JsonFileBotStore
 
-    from agentrt.bots import BotRecord
-
-    store = JsonFileBotStore(Path(cli_env["XDG_DATA_HOME"]) / "agentrt" / "bots")
+    store = JsonFileBotStore(Path(cli_env["XDG_DATA_HOME"]) / "agentrt" / "bot-store")
     url = "https://liteapp.weixin.qq.com/q/7GiQu1?qrcode=abc&bot_type=3"
     await store.save_bot(BotRecord(bot_id="b1", status="waiting_for_qr", last_qr_code_url=url, last_qr_code_id="q1"))
     out = await trio.to_thread.run_sync(lambda: cli(cli_env, "qr", "b1"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentrt_fastagent._dialect import INVALID_LINE, FastAgentDialect
-from agentrt_fastagent._schema import is_utc_timestamp, normalize_qr_url, validate_line
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +13,8 @@ from agentrt._framing import JsonlReader
 from agentrt._plugins import Plugins
 from agentrt.dialect import InputError, Turn
 from agentrt.events import Diagnostic, Lifecycle, TextDelta
+from agentrt_fastagent._dialect import INVALID_LINE, FastAgentDialect
+from agentrt_fastagent._schema import is_utc_timestamp, normalize_qr_url, validate_line
 
 from .conftest import CAPTURES
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import trio
+
+from agentrt import AgentrtError
 from agentrt_fastagent._launch import (
     SAFE_INHERITED_ENV,
     LlmProfile,
@@ -21,8 +23,6 @@ from agentrt_fastagent._launch import (
     instance_paths,
     resolve_binary,
 )
-
-from agentrt import AgentrtError
 
 from .conftest import PROFILE, make_binary, resolver
 

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import trio
-from agentrt_fastagent._procinfo import process_start_time, terminate_orphan
 
 from agentrt.bots import BotRecord
+from agentrt_fastagent._procinfo import process_start_time, terminate_orphan
 
 from .conftest import make_binary
 
@@ -98,10 +98,9 @@ def test_terminate_orphan_escalates_to_sigkill(tmp_path: Path) -> None:
 
 
 def test_supervisor_lock_is_exclusive(tmp_path: Path) -> None:
+    from agentrt import AgentrtError
     from agentrt_fastagent._store import MemoryBotStore
     from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
-
-    from agentrt import AgentrtError
 
     from .conftest import resolver
 

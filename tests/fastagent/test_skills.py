@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+
 from agentrt_fastagent._procinfo import process_start_time
 from agentrt_fastagent._skills import (
     LOCK_NAME,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from agentrt_fastagent._store import MemoryBotStore
-from agentrt_fastagent._supervisor import STATES, SupervisorConfig, open_supervisor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from agentrt_fastagent._store import MemoryBotStore
+from agentrt_fastagent._supervisor import STATES, SupervisorConfig, open_supervisor
 
 from .conftest import Recorder, make_binary, resolver
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import trio
-from agentrt_fastagent._store import JsonFileBotStore, MemoryBotStore, TimelineSink
-from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 from agentrt import AgentrtError
 from agentrt.bots import BotRecord
 from agentrt.events import to_json
+from agentrt_fastagent._store import JsonFileBotStore, MemoryBotStore, TimelineSink
+from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 from .conftest import PROFILE, WAIT, make_binary, resolver
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+
 from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
 from agentrt_managed_task._store import ThreadedStore
 from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist

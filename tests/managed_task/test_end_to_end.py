@@ -18,15 +18,15 @@ import httpx
 import orjson
 import pytest
 import trio
-from agentrt_managed_task._config import ClientConfig
-from agentrt_managed_task._jsjson import idempotency_key
-from agentrt_managed_task._tool import ManagedTaskTool
 
 from agentrt import LaunchSpec, open_conversation
 from agentrt.agent import turn_identity
 from agentrt.events import TextDelta, ToolUse, TurnCompleted, TurnFailed
 from agentrt.testing import ReplayResponse, serve_replay
 from agentrt.tools import ToolContext
+from agentrt_managed_task._config import ClientConfig
+from agentrt_managed_task._jsjson import idempotency_key
+from agentrt_managed_task._tool import ManagedTaskTool
 
 API_KEY = "mt-test-key-0123456789abcdef"
 AGENTRT = str(Path(os.path.realpath(os.path.dirname(__import__("sys").executable))) / "agentrt")

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from agentrt_managed_task._jsjson import idempotency_key, js_length, js_slice, task_digest_input
 
 SESSION = "3f0c9a1e-2b4d-4e6f-8a1b-2c3d4e5f6a7b"

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from agentrt_managed_task._server import ControlPlaneSettings, check_bind_host, load_api_key
 
 from agentrt import AgentrtError
+from agentrt_managed_task._server import ControlPlaneSettings, check_bind_host, load_api_key
 
 API_KEY = "mt-test-key-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {API_KEY}"}
@@ -189,11 +189,10 @@ def test_cli_refuses_non_loopback_bind() -> None:
 
 
 async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, control_plane: Any) -> None:
+    from agentrt.tools import ToolContext
     from agentrt_managed_task._server import open_store
     from agentrt_managed_task._tool import ManagedTaskTool
     from agentrt_managed_task.api import ClientConfig
-
-    from agentrt.tools import ToolContext
 
     proc, url = private_redis
     store = await open_store(redis_url=url, prefix="outage:")

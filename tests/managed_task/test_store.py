@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+
 from agentrt_managed_task._store import LEASE_EXPIRED_MESSAGE, AgentOffline, StoreConflict, StoreNotFound
 
 LEASE = 60.0

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 import trio
-from agentrt_managed_task._config import ClientConfig
-from agentrt_managed_task._jsjson import idempotency_key
-from agentrt_managed_task._tool import ManagedTaskTool, validate_arguments
 
 from agentrt import AgentrtError
 from agentrt.testing import ReplayRequest, ReplayResponse, serve_replay
 from agentrt.tools import ToolContext
+from agentrt_managed_task._config import ClientConfig
+from agentrt_managed_task._jsjson import idempotency_key
+from agentrt_managed_task._tool import ManagedTaskTool, validate_arguments
 
 API_KEY = "mt-test-key-0123456789abcdef"
 CTX = ToolContext(session_id="s-1", turn_identity="t" * 64, tool_call_id="call_1")
@@ -243,6 +243,7 @@ async def test_https_control_plane_with_a_private_ca(
     tmp_path: Any, nursery: trio.Nursery, make_store: Any, worker_settings: Any, run_worker: Any
 ) -> None:
     import trustme
+
     from agentrt_managed_task._server import ControlPlaneSettings, serve_control_plane
 
     ca = trustme.CA()

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import trio
+
+from agentrt import AgentrtError
 from agentrt_managed_task._runner import run_command
 from agentrt_managed_task._server import ControlPlaneSettings, serve_control_plane
 from agentrt_managed_task._worker import WorkerSettings, resolve_allowlist
-
-from agentrt import AgentrtError
 
 API_KEY = "mt-test-key-0123456789abcdef"
 PY = os.path.realpath(sys.executable)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 from agentrt.provider import ProviderChunk, ProviderRequest, ToolSchema
 from agentrt.testing import ReplayResponse, ReplayServer, serve_replay
+from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 FIXTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/openai-sse"
 TOKEN = "sk-test-4f9a0c1d-secret-value"

@@ -9,12 +9,12 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-from agentrt_openai import OpenAIProvider
 
 from agentrt.errors import AgentrtError
 from agentrt.events import Usage
 from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk, UsageChunk
 from agentrt.testing import ReplayResponse, serve_replay
+from agentrt_openai import OpenAIProvider
 
 CUTS = [None, 2, 7, 64, 1000]
 

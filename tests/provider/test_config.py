@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from agentrt_openai import OpenAIConfig, from_env
-from agentrt_openai.config import DEFAULT_BASE_URL, endpoint_url
 
 from agentrt.errors import AgentrtError
+from agentrt_openai import OpenAIConfig, from_env
+from agentrt_openai.config import DEFAULT_BASE_URL, endpoint_url
 
 
 def code_of(env: dict[str, str]) -> str:

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import trio
-from agentrt_openai import OpenAIConfig, OpenAIProvider
-from agentrt_openai._retry import retry_after_seconds
 
 from agentrt.errors import AgentrtError
 from agentrt.events import Usage
 from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk, UsageChunk
 from agentrt.testing import ReplayRequest, ReplayResponse, serve_replay
+from agentrt_openai import OpenAIConfig, OpenAIProvider
+from agentrt_openai._retry import retry_after_seconds
 
 OK_BODY = (
     b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'

@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 from agentrt.errors import AgentrtError
 from agentrt.provider import FinishChunk, ProviderRequest, TextChunk, ToolCallsChunk, UsageChunk
+from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 LLMOCK = Path(sys.executable).parent / "llmock"
 if not LLMOCK.exists():  # pragma: no cover - the dev venv has it

@@ -126,9 +126,8 @@ def test_from_capture_parses_headers_and_recomputes_length() -> None:
 
 async def test_two_round_conversation_script(kit: Any) -> None:
     """The pattern the agent tests use: a round asking for a tool, then a round with text."""
-    from agentrt_openai import OpenAIProvider
-
     from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk
+    from agentrt_openai import OpenAIProvider
 
     tool_round = ReplayResponse.sse(kit.capture("fakellm-tools-stream.sse"))
     text_round = ReplayResponse.sse(kit.capture("litellm-mock-text-stream.sse")).split(50)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from agentrt_openai._sse import SSEDecoder, SSEEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from agentrt_openai._sse import SSEDecoder, SSEEvent
 
 
 def feed_all(chunks: list[bytes]) -> list[SSEEvent]:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 import trustme
-from agentrt_openai import OpenAIConfig, OpenAIProvider, from_env
 
 from agentrt.errors import AgentrtError
 from agentrt.provider import FinishChunk, TextChunk
 from agentrt.testing import ReplayResponse, serve_replay
+from agentrt_openai import OpenAIConfig, OpenAIProvider, from_env
 
 BODY = b'data: {"choices":[{"delta":{"content":"secure"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
 

@@ -183,3 +183,49 @@ async def test_lone_surrogates_and_huge_ints_are_kept_exactly(tmp_path: Path) ->
     assert got[2] == {"type": "tool_result", "tool_use_id": "t", "content": "x\udc00y", "is_error": True}
     assert got[3] == {"type": "raw", "name": "big \ud800"}
     assert got[4]["text"] == "fine"
+
+
+async def test_writer_thread_runs_at_lower_priority_on_linux(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    sink = SqliteSink(tmp_path / "a.db", writer_nice=7)
+    await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    await sink.flush()
+    if sys.platform == "linux":
+        assert sink.writer_tid is not None and sink.writer_tid != os.getpid()
+        base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        assert os.getpriority(os.PRIO_PROCESS, sink.writer_tid) == min(19, base + 7)
+        assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == base  # the trio thread is untouched
+    await sink.aclose()
+
+
+async def test_two_sinks_share_one_file_and_removing_a_live_thread_is_harmless(tmp_path: Path) -> None:
+    from agentrt_sqlite._store import SqliteStore
+
+    path = tmp_path / "shared.db"
+    a = SqliteSink(path, info=ConversationInfo(thread="a"), flush_interval=0.001)
+    b = SqliteSink(path, info=ConversationInfo(thread="b"), flush_interval=0.001)
+    store = SqliteStore(path)
+
+    async def feed(sink: SqliteSink, source: str) -> None:
+        await sink.handle(_batch(source, 0, TurnStarted(turn=1, prompt="p")))
+        for i in range(1, 301):
+            await sink.handle(_batch(source, i, TextDelta(text=f"{i} ")))
+            if i == 150:
+                await sink.flush()
+        await sink.handle(_batch(source, 301, TurnCompleted()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(feed, a, "conv-a")
+        nursery.start_soon(feed, b, "conv-b")
+    await a.flush()
+    assert await store.delete_thread("a") is True  # while sink a is still open
+    await a.handle(_batch("conv-a", 302, TextDelta(text="after removal")))
+    await a.aclose()
+    await b.aclose()
+    await store.aclose()
+    counts = dict(_rows(path, "SELECT source, count(*) FROM events GROUP BY source"))
+    assert counts == {"conv-a": 1, "conv-b": 302}
+    assert _rows(path, "SELECT reply FROM turns t JOIN conversations c ON t.conversation_id = c.id"
+                       " WHERE c.id = 'conv-b'") == [("".join(f"{i} " for i in range(1, 301)),)]

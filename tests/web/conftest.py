@@ -30,7 +30,9 @@ def write_agent(directory: Path) -> Path:
     """An executable fixture agent script (the launch contract wants a regular executable)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "web-agent"
-    path.write_text(f"#!{sys.executable} -S\nimport runpy\nrunpy.run_path({str(AGENT_SOURCE)!r}, run_name='__main__')\n")
+    path.write_text(
+        f"#!{sys.executable} -S\nimport runpy\nrunpy.run_path({str(AGENT_SOURCE)!r}, run_name='__main__')\n"
+    )
     path.chmod(0o755)
     return path
 

@@ -19,13 +19,13 @@ from ._store import SqliteStore
 T = TypeVar("T")
 
 
-def _run(fn: Callable[[SqliteStore], Awaitable[T]]) -> T:
+def _run(fn: Callable[[SqliteStore], Awaitable[T]], timeout: float = 30) -> T:
     from ._location import database_path
 
     async def main() -> T:
         store = SqliteStore(database_path(os.environ))
         try:
-            with trio.fail_after(30):
+            with trio.fail_after(timeout):
                 return await fn(store)
         finally:
             await store.aclose()
@@ -34,6 +34,9 @@ def _run(fn: Callable[[SqliteStore], Awaitable[T]]) -> T:
         return trio.run(main)
     except AgentrtError as exc:
         click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+        sys.exit(2)
+    except trio.TooSlowError:
+        click.echo("agentrt: error: database_timeout: the database did not answer in time", err=True)
         sys.exit(2)
 
 
@@ -113,23 +116,28 @@ def export_cmd(name: str, fmt: str) -> None:
     async def q(s: SqliteStore) -> Any:
         record, _ = await s.check_thread(name)
         if record is None:
-            return None, []
+            return None
         if fmt == "jsonl":
-            return record, await s.thread_events(name)
-        return record, await s.thread_turns(name)
+            # Page through the events so a long thread never sits in memory at once.
+            cursor = 0
+            while True:
+                page, cursor = await s.thread_events(name, after=cursor)
+                if not page:
+                    break
+                text = "".join(orjson.dumps(env).decode() + "\n" for env in page)
+                await trio.to_thread.run_sync(sys.stdout.write, text)
+            return record
+        turns = await s.thread_turns(name)
+        parts = [f"# {record.name}\n"]
+        for t in turns:
+            parts.append(f"\n## User\n\n{t['prompt']}\n\n## Assistant\n\n{t['reply'] or ''}\n")
+            if t["outcome"] == "failed":
+                parts.append(f"\n> turn failed: {t['code']}\n")
+        await trio.to_thread.run_sync(sys.stdout.write, "".join(parts))
+        return record
 
-    record, rows = _run(q)
-    _require(record, name)
-    out = sys.stdout
-    if fmt == "jsonl":
-        for env in rows:
-            out.write(orjson.dumps(env).decode() + "\n")
-        return
-    out.write(f"# {record.name}\n")
-    for t in rows:
-        out.write(f"\n## User\n\n{t['prompt']}\n\n## Assistant\n\n{t['reply'] or ''}\n")
-        if t["outcome"] == "failed":
-            out.write(f"\n> turn failed: {t['code']}\n")
+    # A long thread takes a while to write out; the bound is generous.
+    _require(_run(q, timeout=600), name)
 
 
 @threads.command("rm")

@@ -167,7 +167,7 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     return found
 
 
-def connect(path: Path, *, target: int = SCHEMA_VERSION) -> sqlite3.Connection:
+def connect(path: Path, *, target: int = SCHEMA_VERSION, foreign_keys: bool = True) -> sqlite3.Connection:
     """Open (creating if needed) and migrate the database at ``path``.
 
     Blocking: call it from a worker thread.  WAL lets readers (``agentrt
@@ -175,6 +175,9 @@ def connect(path: Path, *, target: int = SCHEMA_VERSION) -> sqlite3.Connection:
     WAL mode never corrupts the file: a power loss can only drop the last
     commits, and a killed process loses nothing it committed; it saves one
     fsync per commit, which is what lets a sink commit every few milliseconds.
+    ``foreign_keys`` is on for the stores (deleting a thread cascades) and off
+    for a sink's writer, so that removing a thread while one of its
+    conversations is still being recorded cannot make the writer fail.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -201,7 +204,7 @@ def connect(path: Path, *, target: int = SCHEMA_VERSION) -> sqlite3.Connection:
         # time there.  journal_size_limit keeps the reused WAL file at that size.
         db.execute("PRAGMA wal_autocheckpoint=4096")
         db.execute("PRAGMA journal_size_limit=67108864")
-        db.execute("PRAGMA foreign_keys=ON")
+        db.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
         migrate(db, target)
     except sqlite3.DatabaseError as exc:
         db.close()

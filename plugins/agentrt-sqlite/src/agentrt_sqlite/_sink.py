@@ -56,6 +56,8 @@ class SqliteSink:
         self.max_pending = max_pending
         self.close_timeout = close_timeout
         self.writer_nice = writer_nice
+        #: The writer thread's id once its priority was lowered (Linux).
+        self.writer_tid: int | None = None
         self._cond = threading.Condition()
         self._pending: list[EventBatch] = []
         self._pending_events = 0
@@ -146,12 +148,13 @@ class SqliteSink:
             try:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.writer_nice)
             except OSError:
-                pass
+                return
+            self.writer_tid = threading.get_native_id()
 
     def _run(self) -> None:
         self._lower_priority()
         try:
-            db = connect(self.path)
+            db = connect(self.path, foreign_keys=False)
         except BaseException as exc:
             with self._cond:
                 self._error = exc
@@ -194,8 +197,6 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
     ``executable``, ``model``, and the tuning knobs ``buffer_size``,
     ``flush_interval``, ``max_pending``, ``writer_nice``.
     """
-    import os
-
     env = dict(options.get("env") or os.environ)
     if options.get("url"):
         env["AGENTRT_DATABASE_URL"] = str(options["url"])

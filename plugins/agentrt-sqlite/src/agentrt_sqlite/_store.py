@@ -173,22 +173,29 @@ class SqliteStore:
 
         return await self._run(q)
 
-    async def thread_events(self, name: str) -> list[dict[str, Any]]:
-        """Every stored event envelope of the thread, in order, as JSON-ready dicts."""
+    async def thread_events(
+        self, name: str, *, after: int = 0, limit: int = 1000
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of the thread's stored event envelopes, in order, and the cursor for the next.
 
-        def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
-            rows = db.execute(
-                "SELECT e.source, e.seq, e.mono, e.wall, e.data FROM events e"
+        Pass the returned cursor as ``after`` until the page comes back empty.
+        """
+        limit = max(1, min(int(limit), 10_000))
+
+        def q(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(
+                "SELECT e.id, e.source, e.seq, e.mono, e.wall, e.data FROM events e"
                 " JOIN conversations c ON e.source = c.id JOIN threads t ON c.thread_id = t.id"
-                " WHERE t.name = ? ORDER BY e.id",
-                (name,),
+                " WHERE t.name = ? AND e.id > ? ORDER BY e.id LIMIT ?",
+                (name, after, limit),
             ).fetchall()
-            return [
-                {"source": s, "seq": q_, "mono": m, "wall": w, "event": orjson.loads(d)}
-                for s, q_, m, w, d in rows
-            ]
 
-        return await self._run(q)
+        rows = await self._run(q)
+        page = [
+            {"source": s, "seq": n, "mono": m, "wall": w, "event": orjson.loads(d)}
+            for _, s, n, m, w, d in rows
+        ]
+        return page, (rows[-1][0] if rows else after)
 
     # -- bots ----------------------------------------------------------------
     async def get_bot(self, bot_id: str) -> BotRecord | None:

@@ -30,14 +30,6 @@ from typing import Any
 
 import attrs
 import orjson
-from agentrt_awp_jsonl.codec import (
-    AwpHostCodec,
-    decode_user_input,
-    failure_message,
-    init_object,
-    is_stable_code,
-    tool_use_block,
-)
 
 from agentrt.dialect import AgentCodec, AgentInput, Dialect
 from agentrt.errors import AgentrtError
@@ -58,6 +50,14 @@ from agentrt.events import (
 )
 from agentrt.labels import tool_label
 from agentrt.permissions import PermissionDecision
+from agentrt_awp_jsonl.codec import (
+    AwpHostCodec,
+    decode_user_input,
+    failure_message,
+    init_object,
+    is_stable_code,
+    tool_use_block,
+)
 
 __all__ = [
     "COMPAT_ARGS",

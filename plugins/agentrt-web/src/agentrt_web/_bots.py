@@ -206,7 +206,7 @@ class BotManager:
 
     async def get(self, bot_id: str) -> BotRecord:
         """One bot, or ``unknown_bot``."""
-        rec = None if self.store is None else await self.store.get_bot(bot_id)
+        rec: BotRecord | None = None if self.store is None else await self.store.get_bot(bot_id)
         if rec is None:
             raise AgentrtError("unknown_bot", "no such bot")
         return rec
@@ -240,13 +240,19 @@ class BotManager:
 
     async def _reissue(self, rec: BotRecord) -> None:
         """Stop the bot, forget its weixin login, start it again: FastAgent then issues a fresh QR."""
-        reissue = getattr(self.supervisor, "reissue_qr", None)
-        if reissue is not None:
-            await reissue(rec.bot_id)
-            return
+        from agentrt_fastagent import _supervisor
+
         sup = self.supervisor
+        if sup is not None and hasattr(sup, "request_qr_reissue"):
+            await sup.request_qr_reissue(rec.bot_id)
+            return
+        if sup is None and "reissue_qr" in getattr(_supervisor, "DESIRED_STATES", ()):
+            # The supervisor elsewhere reads this one-shot request from the shared store.
+            await self.store.save_bot(attrs.evolve(rec, desired_state="reissue_qr"))
+            return
         if sup is None:
             raise AgentrtError("supervisor_unavailable", "reissuing a QR code needs the supervisor in this server")
+        # A supervisor without the one-shot request: do its steps from here.
         await sup.request_stop(rec.bot_id)
         with trio.move_on_after(_REISSUE_WAIT):
             while rec.bot_id in sup.live_bots():
@@ -255,8 +261,7 @@ class BotManager:
         for name in _LOGIN_STATE_FILES:
             await trio.Path(data / name).unlink(missing_ok=True)
         fresh = await self.get(rec.bot_id)
-        await self.store.save_bot(attrs.evolve(
-            fresh, last_qr_code_url=None, last_qr_code_id=None, account_id=None))
+        await self.store.save_bot(attrs.evolve(fresh, last_qr_code_url=None, last_qr_code_id=None, account_id=None))
         await sup.request_start(rec.bot_id)
 
     async def aclose(self) -> None:

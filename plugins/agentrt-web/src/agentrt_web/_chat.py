@@ -174,7 +174,7 @@ def _status_label(ev: Any) -> str:
     if kind == "rate_limit":
         resets = ev.detail.get("resetsAt") if isinstance(ev.detail, Mapping) else None
         return f"Rate limited{f' (resets at {resets})' if isinstance(resets, (int, str)) else ''}; waiting"
-    if kind == "retry" or "retry" in str(ev.label).lower():
+    if "retry" in str(kind) or "retry" in str(ev.label).lower():
         return f"Retrying: {ev.label}" if ev.label else "Retrying"
     return str(ev.label or kind)[:120]
 

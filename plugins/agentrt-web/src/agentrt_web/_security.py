@@ -2,8 +2,9 @@
 
 * Every response gets a strict Content-Security-Policy (``default-src 'self'``,
   no inline script or style, ``frame-ancestors 'none'``),
-  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` (with ``no-referrer`` browsers send ``Origin: null``) and,
-  unless the route set one, ``Cache-Control: no-store``.
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``
+  (with ``no-referrer`` browsers send ``Origin: null`` on same-origin forms)
+  and, unless the route set one, ``Cache-Control: no-store``.
 * Every browser gets a session cookie (random id, ``HttpOnly``,
   ``SameSite=Strict``) whose server-side record holds its CSRF token; every
   POST must carry that token (``X-CSRF-Token`` header or ``csrf`` form field)
@@ -197,10 +198,11 @@ class SecurityMiddleware:
             if origin == "null":
                 await _plain(send, 403, "csrf_failed: opaque origin")
                 return
-            receive = await _check_csrf(scope, receive, session)
-            if receive is None:
+            checked = await _check_csrf(scope, receive, session)
+            if checked is None:
                 await _plain(send, 403, "csrf_failed: missing or wrong CSRF token", set_cookie=set_cookie)
                 return
+            receive = checked
 
         if not authed and not public:
             accept = _header(scope, b"accept") or ""
