@@ -101,6 +101,7 @@ async def run_chain(
 async def _main(prompt: str, resume: str | None, python: str | None, gguf: str | None) -> int:
     env = dict(os.environ)
     started: str | None = None
+    crashed: str | None = None
     async with AsyncExitStack() as stack:
         base_url = env.get("AGENTRT_API_BASE_URL", "").strip()
         if base_url:
@@ -115,6 +116,18 @@ async def _main(prompt: str, resume: str | None, python: str | None, gguf: str |
         command = await trio.to_thread.run_sync(_agent_executable)
         launch = agent_launch(base_url, model, env, command)
         terminal, session_id = await run_chain(prompt, launch, env, resume)
+        if started is not None:
+            status = server.process.exit_status
+            if status is not None and not status.requested:
+                # A failed turn then says only that the stream broke; say why.
+                how = f"signal {status.signal}" if status.signal is not None else f"exit code {status.returncode}"
+                crashed = how
+    if crashed is not None:
+        _err(
+            f"the local model server crashed ({crashed}); a llama-cpp-python built for this CPU can do that on "
+            "some VMs: reinstall it with CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir --force-reinstall "
+            "'llama-cpp-python[server]'"
+        )
     if started is not None:
         _err(f"stopped the local model server at {started}")
     if session_id:
