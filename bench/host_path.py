@@ -88,10 +88,17 @@ async def agentrt_path(path: str, protocol: str, sink_factory: Any = None) -> tu
     cpu0 = time.process_time()
     start = time.perf_counter()
     async with open_conversation(launch, plugins=plugins, sinks=sinks, parent_env=_child_env()) as conv:
-        stream = conv.send("go")
-        await stream.__anext__()  # writes the turn
-        with trio.fail_after(600):
-            await noop.done.wait()
+
+        async def consume() -> None:
+            # As an embedding caller does: read the turn's events as they come
+            # (an unread turn would keep every event alive).
+            async for _ in conv.send("go").batches():
+                pass
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consume)
+            with trio.fail_after(600):
+                await noop.done.wait()
         elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu0
     return noop.events, elapsed, cpu

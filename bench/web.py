@@ -9,7 +9,9 @@ same run:
   through framing, the codec, the turn rules, the database sink and the web
   sink) with no page attached, then with 50 SSE clients attached (httpx
   streaming clients in a separate process, as browsers would be);
-  ``ratio_with_clients`` is the second over the first (target: >= 0.8);
+  ``ratio_with_clients`` is the median over rounds of the second over the first
+  (target: >= 0.8); the clients' own CPU is on the same machine, which real
+  browsers' is not, so the ratio is a lower bound;
 * first-token latency to the page: the runtime stamps each batch with the
   wall time it decoded the chunk (``t``); each client notes when the frame
   with the first delta arrived; the difference is the time from reaching the
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "tests" / "web" / "fixture_web_agent.py"
 LINES = int(os.environ.get("AGENTRT_BENCH_WEB_LINES", "100000"))
 CLIENTS = int(os.environ.get("AGENTRT_BENCH_WEB_CLIENTS", "50"))
-ROUNDS = int(os.environ.get("AGENTRT_BENCH_WEB_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("AGENTRT_BENCH_WEB_ROUNDS", "7"))
 
 # The clients: one process, CLIENTS streaming requests; each reports when it saw the first delta.
 _CLIENT = r"""
@@ -46,7 +48,7 @@ out = []
 async def one(client, ready):
     # Parse frames until the first delta (its latency is measured), then only look for the end:
     # real browsers parse on their own machines, not on the server's cores.
-    first = None; size = 0
+    first = None; size = 0; tail = b""
     async with client.stream("GET", url) as r:
         ready()
         buf = b""
@@ -62,9 +64,7 @@ async def one(client, ready):
                             msg = json.loads(line[6:])
                             if any(m["k"] == "text" and m["text"].startswith("FIRST") for m in msg["m"]):
                                 first = now - msg["t"]
-                tail = buf
-            else:
-                tail = tail[-32:] + chunk
+            tail = tail[-32:] + chunk
             if b'"k":"done"' in tail or b'"k":"failed"' in tail:
                 out.append({"first": first, "bytes": size})
                 return
@@ -116,6 +116,30 @@ async def _turn(live: Any, kind: str | None = None) -> float:
     return (LINES + 3) / elapsed
 
 
+async def _with_clients(state: Any, url: str, name: str, turn: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """Attach CLIENTS SSE clients (another process), run ``turn()``, collect each client's report."""
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", _CLIENT, f"{url}/events/threads/{name}", str(CLIENTS)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    buf = b""
+    with trio.fail_after(60):
+        while b"READY" not in buf:
+            buf += await proc.stdout.receive_some()
+        while state.hub.subscribers(f"thread:{name}") < CLIENTS:
+            await trio.sleep(0.01)
+    result = await turn()
+    with trio.fail_after(120):
+        while True:
+            chunk = await proc.stdout.receive_some()
+            if not chunk:
+                break
+            buf += chunk
+        await proc.wait()
+    report: list[dict[str, Any]] = json.loads(buf.split(b"READY", 1)[1])
+    assert len(report) == CLIENTS, report
+    return result, report
+
+
 async def _run(work: Path) -> dict[str, Any]:
     from agentrt_web._server import WebOptions, serve_web
 
@@ -130,6 +154,7 @@ async def _run(work: Path) -> dict[str, Any]:
     base: list[float] = []
     loaded: list[float] = []
     firsts: list[float] = []
+    light: list[float] = []
     async with trio.open_nursery() as nursery:
         state = await nursery.start(lambda task_status: serve_web(
             WebOptions(port=0, supervise_bots=False), env=env, stop=stop, on_ready=urls.extend,
@@ -139,31 +164,17 @@ async def _run(work: Path) -> dict[str, Any]:
         await _turn(live)  # warm-up: process start, database, imports
         for _ in range(ROUNDS):
             base.append(await _turn(live, "base"))
-            proc = await trio.lowlevel.open_process(
-                [sys.executable, "-c", _CLIENT, f"{urls[0]}/events/threads/{name}", str(CLIENTS)],
-                stdout=subprocess.PIPE)
-            assert proc.stdout is not None
-            buf = b""
-            with trio.fail_after(60):
-                while b"READY" not in buf:
-                    buf += await proc.stdout.receive_some()
-                while state.hub.subscribers(f"thread:{name}") < CLIENTS:
-                    await trio.sleep(0.01)
             children = _children_cpu()
-            loaded.append(await _turn(live, "loaded"))
-            with trio.fail_after(120):
-                while not buf.rstrip().endswith(b"]"):
-                    chunk = await proc.stdout.receive_some()
-                    if not chunk:
-                        break
-                    buf += chunk
-                await proc.wait()
+            rate, report = await _with_clients(state, urls[0], name, lambda: _turn(live, "loaded"))
             _CPU["clients"].append(_children_cpu() - children)
-            report = json.loads(buf.split(b"READY", 1)[1])
-            assert len(report) == CLIENTS, report
+            loaded.append(rate)
             firsts.extend(r["first"] for r in report if r["first"] is not None)
+            _, report = await _with_clients(state, urls[0], name, lambda: live.conv.ask("first"))
+            light.extend(r["first"] for r in report if r["first"] is not None)
         stop.set()
     firsts.sort()
+    light.sort()
+    ratios = [b2 / b1 for b1, b2 in zip(base, loaded)]
     base_rate = statistics.median(base)
     loaded_rate = statistics.median(loaded)
     return {
@@ -172,10 +183,18 @@ async def _run(work: Path) -> dict[str, Any]:
         "rounds": ROUNDS,
         "lines_per_s_no_clients": round(base_rate),
         "lines_per_s_with_clients": round(loaded_rate),
-        "ratio_with_clients": round(loaded_rate / base_rate, 3),
+        # Per round, the loaded turn over the unloaded turn just before it (drift cancels out).
+        "ratio_with_clients": round(statistics.median(ratios), 3),
+        "ratio_with_clients_min": round(min(ratios), 3),
+        "ratio_with_clients_max": round(max(ratios), 3),
+        # The first delta of the 100k-line burst, while the runtime is busiest.
         "first_token_to_page_ms_median": round(1000 * statistics.median(firsts), 2),
         "first_token_to_page_ms_p95": round(1000 * firsts[int(0.95 * (len(firsts) - 1))], 2),
         "first_token_to_page_ms_max": round(1000 * firsts[-1], 2),
+        # The first delta of a light turn (one delta), 50 pages attached.
+        "first_token_light_turn_ms_median": round(1000 * statistics.median(light), 2),
+        "first_token_light_turn_ms_p95": round(1000 * light[int(0.95 * (len(light) - 1))], 2),
+        "first_token_light_turn_ms_max": round(1000 * light[-1], 2),
         "hub_dropped_subscribers": state.hub.dropped,
         # CPU of this process per line (µs; includes the sqlite writer thread), and of the client process.
         "server_cpu_us_per_line_no_clients": round(statistics.median(_CPU["base"]), 2),

@@ -223,6 +223,31 @@ class TurnStream:
             self._done = True
         return ev
 
+    async def batches(self) -> AsyncIterator[Sequence[Event]]:
+        """The turn's events a received chunk at a time (cheaper than one at a time).
+
+        Each item is the events one stdout read produced, in order; the last
+        item ends with the terminal event.  Use either this or plain iteration
+        on one stream, not both.
+        """
+        if self._state is None:
+            self._state = await self._conv._begin_turn(self._turn)
+        if self._pos < len(self._buffer):
+            rest = self._buffer[self._pos :]
+            self._pos = len(self._buffer)
+            yield rest
+        while not self._done:
+            try:
+                batch = await self._state.recv.receive()
+            except trio.EndOfChannel:
+                self._done = True
+                return
+            last = batch[-1] if batch else None
+            if isinstance(last, (TurnCompleted, TurnFailed)):
+                self.terminal = last
+                self._done = True
+            yield batch
+
     async def result(self) -> TurnCompleted | TurnFailed:
         """Consume the rest of the turn and return its terminal event."""
         async for _ in self:

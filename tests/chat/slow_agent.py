@@ -19,6 +19,10 @@ def out(obj: dict) -> None:
 
 
 def main() -> None:
+    pid_file = os.environ.get("SLOW_AGENT_PID_FILE")
+    if pid_file:  # lets a test check that every agent process it caused has ended
+        with open(pid_file, "a") as f:
+            f.write(f"{os.getpid()}\n")
     args = sys.argv[1:]
     model = args[args.index("--model") + 1] if "--model" in args else "slow-model"
     resume = args[args.index("--resume") + 1] if "--resume" in args else None

@@ -1,5 +1,6 @@
 """``agentrt chat`` in a real terminal: tmux drives it, capture-pane reads the screen."""
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import trio
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 SLOW_AGENT = Path(__file__).with_name("slow_agent.py")
+RECORD_EXIT = Path(__file__).with_name("record_exit.py")
 POLL = 0.05
 
 
@@ -64,20 +66,13 @@ class Tmux:
     async def pane(self, name: str, fmt: str) -> str:
         return (await self.run("display-message", "-p", "-t", name, fmt)).strip()
 
-    async def wait_exit(self, name: str, timeout: float = 20) -> str:
-        """``status/signal`` of the pane's process once tmux has reaped it."""
-        # tmux marks the pane dead at EOF on the pty and fills the status when it reaps.
-        with trio.fail_after(timeout):
-            while True:
-                got = await self.pane(name, "#{pane_dead}:#{pane_dead_status}/#{pane_dead_signal}")
-                if got.startswith("1:") and got != "1:/":
-                    return got[2:]
-                if got.startswith("1:"):
-                    # Some tmux builds leave the format empty; the pane says it too.
-                    m = re.search(r"Pane is dead \((status|signal) (\d+)", await self.screen(name))
-                    if m:
-                        return f"{m.group(2)}/" if m.group(1) == "status" else f"/{m.group(2)}"
+    async def wait_exit(self, status_file: Path, timeout: float = 20) -> int:
+        """The exit status of the command, as record_exit.py wrote it."""
+        with trio.move_on_after(timeout):
+            while not await trio.Path(status_file).exists():
                 await trio.sleep(POLL)
+            return int(await trio.Path(status_file).read_text())
+        raise AssertionError(f"the chat did not exit within {timeout} s")
 
     async def kill(self) -> None:
         with trio.CancelScope(shield=True), trio.move_on_after(10):
@@ -91,7 +86,7 @@ def _agent_script(tmp: Path) -> str:
     return str(path)
 
 
-def _argv(tmp: Path, agent: str, *args: str) -> list[str]:
+def _argv(tmp: Path, status: str, agent: str, *args: str) -> list[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp),
@@ -102,15 +97,17 @@ def _argv(tmp: Path, agent: str, *args: str) -> list[str]:
         "AWP_AGENT_DEFAULT_MODEL": "slow-model",
         "AGENTRT_DATABASE_URL": f"sqlite://{tmp}/chat.db",
         "AGENTRT_LOAD_PLUGINS": "awp-jsonl,sqlite,tui",
+        "AWP_AGENT_CLI_ENV_JSON": json.dumps({"SLOW_AGENT_PID_FILE": str(tmp / "agent.pids")}),
     }
-    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), AGENTRT, "chat", *args]
+    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, str(RECORD_EXIT),
+            str(tmp / status), AGENTRT, "chat", *args]
 
 
 async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path: Path) -> None:
     tmux = Tmux(tmp_path)
     agent = _agent_script(tmp_path)
     try:
-        await tmux.start("one", _argv(tmp_path, agent, "--thread", "work"))
+        await tmux.start("one", _argv(tmp_path, "one.status", agent, "--thread", "work"))
         await tmux.wait_text("one", "/help for commands")
 
         await tmux.keys("one", "hello there", "Enter")
@@ -149,7 +146,7 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
 
         # Ctrl-D ends the chat cleanly.
         await tmux.keys("one", "C-d")
-        assert await tmux.wait_exit("one") == "0/"
+        assert await tmux.wait_exit(tmp_path / "one.status") == 0
 
         db = sqlite3.connect(tmp_path / "chat.db")
         assert db.execute("SELECT session_id FROM threads WHERE name = 'work'").fetchone() == (session,)
@@ -158,11 +155,19 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
         assert outcomes == [("completed", None), ("failed", "turn_cancelled"), ("completed", None)]
 
         # A new chat on the same thread resumes the stored native session.
-        await tmux.start("two", _argv(tmp_path, agent, "--thread", "work"))
+        await tmux.start("two", _argv(tmp_path, "two.status", agent, "--thread", "work"))
         await tmux.wait_text("two", f"resuming {session}")
         await tmux.keys("two", "again", "Enter")
         await tmux.wait_text("two", f"reply to: again (resumed from {session})")
         await tmux.keys("two", "/exit", "Enter")
-        assert await tmux.wait_exit("two") == "0/"
+        assert await tmux.wait_exit(tmp_path / "two.status") == 0
+
+        # Every agent process the chats started (three: the first, the one after the
+        # cancel, the second chat's) is gone.
+        pids = [int(p) for p in (tmp_path / "agent.pids").read_text().split()]
+        assert len(pids) == 3
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
     finally:
         await tmux.kill()

@@ -301,3 +301,17 @@ async def test_many_conversations_leak_no_descriptor_or_process(tmp_path: Path) 
     assert len(os.listdir("/proc/self/fd")) <= fds_before
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # no child left, zombie or alive
+
+
+async def test_batches_yield_the_turn_a_chunk_at_a_time(tmp_path: Path) -> None:
+    async with open_conversation(launch(tmp_path), plugins=PLUGINS, parent_env=ENV) as conv:
+        stream = conv.send("hello")
+        batches = [list(b) async for b in stream.batches()]
+        per_event = [ev async for ev in conv.send("again")]
+    flat = [ev for b in batches for ev in b]
+    assert isinstance(flat[0], TurnStarted) and isinstance(flat[-1], TurnCompleted)
+    assert stream.terminal is flat[-1]
+    assert sum(isinstance(ev, (TurnCompleted, TurnFailed)) for ev in flat) == 1
+    # The same kinds of events as per-event iteration of an identical turn.
+    kinds = [type(ev) for ev in flat if not isinstance(ev, SessionStarted)]
+    assert kinds == [type(ev) for ev in per_event]

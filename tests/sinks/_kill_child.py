@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import trio
-from agentrt_sqlite._sink import SqliteSink
 
 from agentrt.events import EventBatch, TextDelta, ToolResult
+from agentrt_sqlite._sink import SqliteSink
 
 
 async def main(path: str) -> None:

@@ -1,9 +1,9 @@
 from pathlib import Path
 
 import pytest
-from agentrt_sqlite._location import database_path
 
 from agentrt.errors import AgentrtError
+from agentrt_sqlite._location import database_path
 
 
 def test_url_wins(tmp_path: Path) -> None:

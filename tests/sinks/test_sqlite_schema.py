@@ -2,9 +2,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agentrt_sqlite._schema import MIGRATIONS, SCHEMA_VERSION, connect
 
 from agentrt.errors import AgentrtError
+from agentrt_sqlite._schema import MIGRATIONS, SCHEMA_VERSION, connect
 
 
 def _tables(db: sqlite3.Connection) -> set[str]:

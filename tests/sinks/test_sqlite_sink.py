@@ -5,8 +5,6 @@ from pathlib import Path
 import orjson
 import pytest
 import trio
-from agentrt_sqlite._recorder import ConversationInfo
-from agentrt_sqlite._sink import SqliteSink, make_sink
 
 from agentrt.errors import AgentrtError
 from agentrt.events import (
@@ -24,6 +22,8 @@ from agentrt.events import (
 )
 from agentrt.sinks import Sink
 from agentrt.testing import check_sink, sample_events
+from agentrt_sqlite._recorder import ConversationInfo
+from agentrt_sqlite._sink import SqliteSink, make_sink
 
 
 def _rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
@@ -168,21 +168,23 @@ def test_factory_options(tmp_path: Path) -> None:
 async def test_lone_surrogates_and_huge_ints_are_kept_exactly(tmp_path: Path) -> None:
     import json
 
-    from agentrt.events import RawEvent, ThinkingDelta, ToolResult
+    from agentrt.events import RawEvent, Status, ThinkingDelta, ToolResult
 
     sink = SqliteSink(tmp_path / "a.db")
     events = (TextDelta(text="half an emoji \ud83d"), ThinkingDelta(text="ok"),
               ToolResult(tool_use_id="t", content="x\udc00y", is_error=True),
-              RawEvent(name="big \ud800", raw={"n": 1}), TextDelta(text="fine"))
+              RawEvent(name="big \ud800", raw={"n": 1}), TextDelta(text="fine"),
+              Status(kind="x", detail={"n": 2**70}))
     await sink.handle(_batch("c", 0, *events))
     await sink.aclose()
     rows = _rows(sink.path, "SELECT seq, data FROM events ORDER BY id")
-    assert [r[0] for r in rows] == [0, 1, 2, 3, 4]
+    assert [r[0] for r in rows] == [0, 1, 2, 3, 4, 5]
     got = [json.loads(r[1]) for r in rows]
     assert got[0] == {"type": "text_delta", "text": "half an emoji \ud83d", "index": 0}
     assert got[2] == {"type": "tool_result", "tool_use_id": "t", "content": "x\udc00y", "is_error": True}
     assert got[3] == {"type": "raw", "name": "big \ud800"}
     assert got[4]["text"] == "fine"
+    assert got[5] == {"type": "status", "kind": "x", "label": "", "detail": {"n": 2**70}}
 
 
 async def test_writer_thread_runs_at_lower_priority_on_linux(tmp_path: Path) -> None:

@@ -1,11 +1,10 @@
 import sqlite3
 from pathlib import Path
 
-from agentrt_sqlite._store import SqliteStore
-
 from agentrt._plugins import Plugins
 from agentrt.bots import BotRecord
 from agentrt.threads import ThreadRecord
+from agentrt_sqlite._store import SqliteStore
 
 
 async def test_threads_round_trip_and_update(tmp_path: Path) -> None:
@@ -83,3 +82,31 @@ def test_hooks_provide_the_stores_and_the_sink(tmp_path: Path) -> None:
     assert isinstance(plugins.bot_store(env), SqliteStore)
     assert "sqlite" in plugins.sinks()
     assert not (tmp_path / "h.db").exists()  # hooks do no I/O
+
+
+async def test_thread_turns_and_events_are_paged(tmp_path: Path) -> None:
+    from agentrt.events import EventBatch, TextDelta, TurnCompleted, TurnStarted
+    from agentrt_sqlite._recorder import ConversationInfo
+    from agentrt_sqlite._sink import SqliteSink
+
+    path = tmp_path / "p.db"
+    sink = SqliteSink(path, info=ConversationInfo(thread="t"))
+    seq = 0
+    for turn in range(1, 4):
+        for ev in (TurnStarted(turn=turn, prompt=f"p{turn}"), TextDelta(text=f"r{turn}"), TurnCompleted()):
+            await sink.handle(EventBatch(source="c", first_seq=seq, mono=float(seq), wall=float(seq), events=(ev,)))
+            seq += 1
+    await sink.aclose()
+    store = SqliteStore(path)
+    assert [t["prompt"] for t in await store.thread_turns("t")] == ["p1", "p2", "p3"]
+    assert [t["reply"] for t in await store.thread_turns("t", limit=1)] == ["r1"]
+    seen: list[int] = []
+    cursor = 0
+    while True:
+        page, cursor = await store.thread_events("t", after=cursor, limit=4)
+        if not page:
+            break
+        assert len(page) <= 4
+        seen.extend(e["seq"] for e in page)
+    assert seen == list(range(9))
+    await store.aclose()

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import orjson
 import trio
-from agentrt_sqlite._recorder import ConversationInfo
-from agentrt_sqlite._sink import SqliteSink
 
 from agentrt.events import EventBatch, SessionStarted, TextDelta, TurnCompleted, TurnStarted, Usage
+from agentrt_sqlite._recorder import ConversationInfo
+from agentrt_sqlite._sink import SqliteSink
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 

@@ -4,8 +4,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentrt_tui._sink import TuiSink, make_sink
-
 from agentrt.events import (
     Diagnostic,
     EventBatch,
@@ -20,6 +18,7 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.testing import check_sink
+from agentrt_tui._sink import TuiSink, make_sink
 
 TURN = [
     [TurnStarted(turn=1, prompt="hi")],
@@ -52,7 +51,7 @@ async def test_plain_output_to_a_file_has_no_escape_codes(tmp_path: Path) -> Non
     assert out == (
         "# Title\n\nSome **bold** text.\n"
         "[Running: git status --short]\n"
-        "[rate limit: retrying in 3 s]\n"
+        "[rate limited: retrying in 3 s]\n"
         "· malformed_output: 1 line was not JSON\n"
         "(12 in · 2 out · 1.5 s)\n"
     )
@@ -95,7 +94,18 @@ async def test_rich_status_line_follows_tools_and_rate_limits() -> None:
         await sink.handle(EventBatch(source="c", first_seq=i, mono=float(i), wall=0.0, events=tuple(events)))
         seen.append(sink.view.status)
     await sink.aclose()
-    assert seen == ["", "", "Running: git status --short", "rate limit: retrying in 3 s", ""]
+    assert seen == ["", "", "Running: git status --short", "rate limited: retrying in 3 s", ""]
+
+
+def test_status_wording() -> None:
+    from agentrt.events import Status
+    from agentrt_tui._view import _status_text
+
+    assert _status_text(Status(kind="rate_limit", label="rate_limited")) == "rate limited"
+    assert _status_text(Status(kind="api_retry", label="API error 500, retrying")) == "API error 500, retrying"
+    assert _status_text(Status(kind="status", label="requesting")) == "requesting"
+    assert _status_text(Status(kind="permission_denied", label="")) == "permission denied"
+    assert _status_text(Status(kind="x", label="y" * 500)).endswith("…")
 
 
 def test_escape_sequences_are_removed_whole() -> None:

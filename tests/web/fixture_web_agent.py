@@ -9,7 +9,9 @@ argv as one JSON line), ``--resume ID``, ``--model M``.  Prompts:
 ``hang``        a delta every 0.1 s, forever (only Stop ends it)
 ``xss``         a reply full of script-injection attempts
 ``rate``        a rate-limit event, then text
+``crash``       one delta, then exit 3 in the middle of the turn
 ``bench N``     N tiny deltas as fast as possible (benchmark)
+``first``       one delta "FIRST", then the result (benchmark: latency of a light turn)
 anything else   "echo: <prompt>" in two deltas
 """
 
@@ -93,6 +95,9 @@ def main() -> None:
             out.write(line * n)
             out.flush()
             result("")
+        elif text == "first":
+            delta("FIRST token")
+            result("")
         elif text == "tool":
             emit({"type": "assistant", "message": {"content": [
                 {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls -la /secret/place"}}]}})
@@ -111,6 +116,10 @@ def main() -> None:
                 delta(f"tick{i} ")
                 i += 1
                 time.sleep(0.1)
+        elif text == "crash":
+            delta("about to crash")
+            out.flush()
+            os._exit(3)
         elif text == "xss":
             delta(XSS)
             result("")

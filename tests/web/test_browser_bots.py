@@ -73,10 +73,14 @@ def test_bot_from_qr_to_running(tmp_path: Path, agent: Path, server_factory: Any
     assert row.locator('[data-field="status"]').inner_text() == "running"
     assert page.locator('#bot-counts [data-state="running"]').inner_text() == "1 running"
     shot(page, "bots.png")
-    page.goto(srv.url + "/bots/b1")
-    page.click('button[data-action="stop"]')
-    page.goto(srv.url + "/bots")
+    # Stopped from elsewhere (a script with this session): the open list follows, no reload.
+    page.evaluate("window.__marker = 1")
+    csrf = page.locator('meta[name="csrf-token"]').get_attribute("content")
+    r = page.request.post(srv.url + "/bots/b1/stop", headers={"x-csrf-token": csrf, "accept": "application/json"})
+    assert r.status == 200
     page.wait_for_function("() => document.querySelector('#bot-table [data-field=status]').textContent === 'stopped'")
+    page.wait_for_selector('#bot-counts [data-state="stopped"]')
+    assert page.evaluate("window.__marker") == 1  # the same document: updated live
     for url in ("/bots", "/bots/b1", "/api/bots"):
         assert LLM_SECRET not in page.request.get(srv.url + url).text()
 

@@ -197,3 +197,24 @@ def test_delete_thread(tmp_path: Path, agent: Path, server_factory: Any, browser
     assert page.locator(f'#thread-list li[data-name="{name}"]').count() == 0
     with sqlite3.connect(tmp_path / "agentrt.db") as db:
         assert db.execute("SELECT count(*) FROM threads WHERE name = ?", (name,)).fetchone()[0] == 0
+
+
+def test_page_opened_mid_reply_misses_nothing(
+    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
+) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    page = browser.new_page()
+    name = new_thread(page, srv.url)
+    say(page, "slow 20")
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .stream')||{}).textContent"
+                           "?.includes('w3')")
+    # Another tab opens the thread mid-reply, and this one reloads mid-reply: both end with
+    # exactly the reply (the page draws the turn so far; the stream replays what came after).
+    other = browser.new_page()
+    other.goto(f"{srv.url}/threads/{name}")
+    page.reload()
+    expected = " ".join(f"w{i}" for i in range(20))
+    for p in (page, other):
+        p.wait_for_selector(".msg.assistant:not(.streaming) .reply p")
+        assert last_assistant(p).locator(".reply").inner_text().strip() == expected
+        assert p.locator(".msg.assistant").count() == 1, p.locator("#messages").inner_html()

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from .conftest import LLM_SECRET, WEB_TOKEN, base_env
+from .conftest import LLM_SECRET, WEB_TOKEN, argv_log, base_env
 from .test_browser_chat import shot
 
 CSP = re.compile(r"default-src 'self'.*frame-ancestors 'none'")
@@ -145,3 +145,49 @@ def test_bad_input_gets_a_coded_error(tmp_path: Path, agent: Path, server_factor
         assert r.status_code == 409 and r.json()["error"]["code"] == "turn_in_progress"
         assert c.post(f"/api/threads/{name}/cancel", headers=h).json() == {"cancelled": True}
         assert c.get("/bots/nosuch").status_code == 404
+
+
+def sse_until_terminal(c: httpx.Client, name: str, send: Any) -> list[dict[str, Any]]:
+    """Open the thread's stream, call ``send()``, collect messages up to the turn's terminal one."""
+    import json
+
+    got: list[dict[str, Any]] = []
+    with c.stream("GET", f"/events/threads/{name}") as s:
+        send()
+        for line in s.iter_lines():
+            if line.startswith("data: "):
+                for m in json.loads(line[6:])["m"]:
+                    got.append(m)
+                    if m["k"] in ("done", "failed"):
+                        return got
+    raise AssertionError(f"stream ended early: {got}")
+
+
+def test_agent_crash_mid_turn_then_resume(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        h = {"x-csrf-token": csrf_of(c.get("/", headers={"accept": "text/html"}).text)}
+        name = c.post("/api/threads", headers=h).json()["name"]
+        first = sse_until_terminal(c, name, lambda: c.post(f"/api/threads/{name}/messages", json={"text": "hi"},
+                                                                headers=h))
+        assert first[-1]["k"] == "done"
+        crash = sse_until_terminal(c, name, lambda: c.post(f"/api/threads/{name}/messages",
+                                                                json={"text": "crash"}, headers=h))
+        assert crash[-1]["k"] == "failed" and crash[-1]["code"] == "exit_before_result"
+        assert "about to crash" in crash[-1]["html"]  # what arrived is kept
+        again = sse_until_terminal(c, name, lambda: c.post(f"/api/threads/{name}/messages",
+                                                                json={"text": "back"}, headers=h))
+        assert again[-1]["k"] == "done" and "echo: back" in again[-1]["html"]
+    starts = argv_log(tmp_path)
+    assert len(starts) == 2 and "--resume" in starts[1]
+
+
+def test_spawn_failure_is_a_coded_error(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        h = {"x-csrf-token": csrf_of(c.get("/", headers={"accept": "text/html"}).text)}
+        name = c.post("/api/threads", headers=h).json()["name"]
+        agent.unlink()  # the executable vanished after start-up
+        r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers=h)
+        assert r.status_code == 502 and r.json()["error"]["code"] == "spawn_failed"
+        assert c.get("/api/health").json()["ok"] is True  # the server goes on

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import segno
 import trio
-from agentrt_web._chat import WebSink
-from agentrt_web._hub import SUBSCRIBER_BUFFER, Hub, sse_frame
-from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
-from agentrt_web._server import WebOptions, serve_web
 
 from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
+from agentrt_web._chat import WebSink
+from agentrt_web._hub import RELOAD, REPLAY, SUBSCRIBER_BUFFER, Hub, sse_frame
+from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
+from agentrt_web._server import WebOptions, serve_web
 
 from .conftest import base_env
 from .fixture_web_agent import XSS
@@ -56,23 +56,57 @@ async def test_shutdown_is_immediate_with_streams_attached(tmp_path: Path, agent
 
 async def test_hub_drops_a_subscriber_that_falls_behind() -> None:
     hub = Hub()
-    slow = hub.stream("x")
+    slow = hub.stream(hub.subscribe("x"))
     first = await slow.__anext__()
     assert first.startswith(b"retry:")
     for i in range(SUBSCRIBER_BUFFER + 1):
         hub.publish("x", sse_frame({"i": i}))
     assert hub.dropped == 1 and hub.subscribers("x") == 0
-    # What was buffered is still delivered, then the stream ends (the page reloads).
+    # What was buffered is still delivered, then the stream ends (the browser reconnects).
     got = b""
     with trio.fail_after(5):
         async for chunk in slow:
             got += chunk
     assert got.count(b"data: ") == SUBSCRIBER_BUFFER
     hub.close()
-    after = hub.stream("y")
+    after = hub.stream(hub.subscribe("y"))
     assert (await after.__anext__()).startswith(b"retry:")
     with trio.fail_after(1):
         assert [c async for c in after] == []
+
+
+async def drain(hub: Hub, topic: str, last: str | None) -> bytes:
+    stream = hub.stream(hub.subscribe(topic, last))
+    head = await stream.__anext__()
+    hub.close()
+    with trio.fail_after(5):
+        return head + b"".join([c async for c in stream])
+
+
+async def test_hub_replays_what_a_page_missed() -> None:
+    hub = Hub()
+    hub.publish("t", sse_frame({"n": 1}))
+    drawn_at = hub.last_id("t")  # the page is drawn here
+    hub.publish("t", sse_frame({"n": 2}))
+    hub.publish("t", sse_frame({"n": 3}))
+    body = await drain(hub, "t", drawn_at)
+    assert b'{"n":1}' not in body and body.index(b'{"n":2}') < body.index(b'{"n":3}')
+    assert f"id: {hub.epoch}:3".encode() in body
+
+
+async def test_hub_asks_for_a_reload_when_it_cannot_replay() -> None:
+    hub = Hub()
+    for i in range(REPLAY + 5):
+        hub.publish("t", sse_frame({"n": i}))
+    assert await drain(hub, "t", f"{hub.epoch}:1") == b"retry: 1000\n: open\n\n" + RELOAD  # too far behind
+    hub2 = Hub()
+    hub2.publish("t", sse_frame({"n": 0}))
+    assert (await drain(hub2, "t", "oldepoch:1")).endswith(RELOAD)  # another server run
+    hub3 = Hub()
+    assert (await drain(hub3, "t", f"{hub3.epoch}:7")).endswith(RELOAD)  # from the future
+    hub4 = Hub()
+    hub4.publish("t", sse_frame({"n": 0}))
+    assert b"data:" not in await drain(hub4, "t", hub4.last_id("t"))  # up to date: nothing to replay
 
 
 def batch(*events: Any, mono: float = 1.0) -> EventBatch:
@@ -82,7 +116,7 @@ def batch(*events: Any, mono: float = 1.0) -> EventBatch:
 async def test_projection_carries_labels_not_payloads() -> None:
     hub = Hub()
     sink = WebSink(hub, "t")
-    stream = hub.stream("thread:t")
+    stream = hub.stream(hub.subscribe("thread:t"))
     await stream.__anext__()
     await sink.handle(batch(TurnStarted(turn=1, prompt="go"), mono=1.0))
     await sink.handle(batch(

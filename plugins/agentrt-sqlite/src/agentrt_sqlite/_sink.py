@@ -26,7 +26,7 @@ from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch
 
 from ._location import database_path
-from ._recorder import ConversationInfo, Recorder
+from ._recorder import ConversationInfo, Prepared, Recorder, prepare
 from ._schema import connect
 
 __all__ = ["SqliteSink", "make_sink"]
@@ -59,9 +59,11 @@ class SqliteSink:
         #: The writer thread's id once its priority was lowered (Linux).
         self.writer_tid: int | None = None
         self._cond = threading.Condition()
-        self._pending: list[EventBatch] = []
+        self._pending: list[Prepared] = []
         self._pending_events = 0
         self._closing = False
+        self._closing_now = threading.Event()  # cuts the writer's pacing wait short
+        self._idle = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._handed_total = 0
@@ -79,11 +81,13 @@ class SqliteSink:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="agentrt-sqlite-writer", daemon=True)
             self._thread.start()
+        prepared = prepare(batch)
         with self._cond:
-            self._pending.append(batch)
+            self._pending.append(prepared)
             self._pending_events += len(batch.events)
             self._handed_total += len(batch.events)
-            self._cond.notify_all()
+            if self._idle:  # wake the writer only when it waits for work
+                self._cond.notify_all()
             full = self._pending_events >= self.max_pending
         if full:
             await trio.to_thread.run_sync(self._wait_for_room, abandon_on_cancel=True)
@@ -104,6 +108,7 @@ class SqliteSink:
         """Commit what is queued and stop the writer; idempotent, bounded by ``close_timeout``."""
         with self._cond:
             self._closing = True
+            self._closing_now.set()
             self._cond.notify_all()
         thread = self._thread
         if thread is not None and thread.is_alive():
@@ -165,17 +170,20 @@ class SqliteSink:
             last = 0.0
             while True:
                 with self._cond:
+                    self._idle = True
                     self._cond.wait_for(lambda: bool(self._pending) or self._closing)
+                    self._idle = False
                     if not self._pending:
                         break
-                    # Pace commits: a burst waits for the rest of the interval and
-                    # goes out as one transaction.
-                    delay = last + self.flush_interval - time.monotonic()
-                    if delay > 0 and not self._closing:
-                        self._cond.wait_for(lambda: self._closing, timeout=delay)
+                # Pace commits: a burst waits for the rest of the interval and goes
+                # out as one transaction.  handle() does not wake us meanwhile.
+                delay = last + self.flush_interval - time.monotonic()
+                if delay > 0:
+                    self._closing_now.wait(delay)
+                with self._cond:
                     group, self._pending = self._pending, []
                     self._pending_events = 0
-                    self._cond.notify_all()
+                    self._cond.notify_all()  # room for waiting handle() calls
                 written = recorder.write(group)
                 last = time.monotonic()
                 with self._cond:

@@ -157,16 +157,20 @@ class SqliteStore:
 
         return await self._run(q)
 
-    async def thread_turns(self, name: str) -> list[dict[str, Any]]:
-        """The thread's turns, oldest first, as dicts (prompt, reply, outcome, code, usage, duration)."""
+    async def thread_turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """The thread's turns, oldest first, as dicts (prompt, reply, outcome, code, usage, duration).
+
+        ``limit`` keeps only the first ones (a title needs one turn, not all).
+        """
+        cap = -1 if limit is None else max(0, int(limit))
 
         def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
             cur = db.execute(
                 "SELECT u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.input_tokens,"
                 " u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
                 " u.started_at, u.duration FROM turns u JOIN conversations c ON u.conversation_id = c.id"
-                " JOIN threads t ON c.thread_id = t.id WHERE t.name = ? ORDER BY u.started_at, u.id",
-                (name,),
+                " JOIN threads t ON c.thread_id = t.id WHERE t.name = ? ORDER BY u.started_at, u.id LIMIT ?",
+                (name, cap),
             )
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]

@@ -65,7 +65,16 @@ def tool_status(event: ToolUse) -> str:
 
 def _status_text(event: Status) -> str:
     kind = event.kind.replace("_", " ")
-    return _bounded(f"{kind}: {event.label}" if event.label else kind)
+    label = event.label.strip()
+    if event.kind == "rate_limit":
+        extra = "" if label in ("", "rate_limited") else f": {label}"
+        return _bounded(f"rate limited{extra}")
+    if " " in label:  # already a sentence ("API error 500, retrying (attempt 1 of 2)")
+        return _bounded(label)
+    label = label.replace("_", " ")
+    if not label:
+        return _bounded(kind)
+    return _bounded(label if event.kind == "status" else f"{kind}: {label}")
 
 
 def footer_text(usage: Usage | None, duration: float | None) -> str:

@@ -13,18 +13,26 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import jinja2
+import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.templating import Jinja2Templates
 
 from agentrt.errors import AgentrtError
 
 from ._bots import ACTIONS, BotManager, public_bot, qr_url_of
 from ._chat import ChatManager, valid_thread_name
-from ._hub import Hub, sse_frame
+from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
 from ._security import SecurityMiddleware, Sessions
 
@@ -58,10 +66,19 @@ def _error(exc: AgentrtError) -> JSONResponse:
 
 def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = False) -> Any:
     """The ASGI application, wrapped in the security middleware."""
-    templates = Jinja2Templates(directory=str(_HERE / "templates"))
-    templates.env.globals["relative_time"] = relative_time
-    templates.env.globals["until"] = until
-    templates.env.filters["markdown"] = render_markdown
+    # Autoescaping on for every template: only ``| markdown`` output (already safe) is marked safe.
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_HERE / "templates")), autoescape=True, auto_reload=False
+    )
+    env.globals["relative_time"] = relative_time
+    env.globals["until"] = until
+    env.filters["markdown"] = render_markdown
+
+    async def page(name: str, context: dict[str, Any], status_code: int = 200) -> Response:
+        # Rendering a long thread (Markdown of every turn) is CPU work: keep it off the trio thread.
+        template = env.get_template(name)
+        html = await trio.to_thread.run_sync(template.render, context)
+        return HTMLResponse(html, status_code=status_code)
 
     def ctx(request: Request, **extra: Any) -> dict[str, Any]:
         session = request.state.session
@@ -77,7 +94,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     # -- pages -------------------------------------------------------------
     async def index(request: Request) -> Response:
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
-        return templates.TemplateResponse(request, "chat.html", ctx(
+        return await page("chat.html", ctx(
             request, threads=threads, thread=None, turns=[], live=None, q=request.query_params.get("q", "")))
 
     async def thread_page(request: Request) -> Response:
@@ -88,22 +105,29 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         except AgentrtError as exc:
             return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=_STATUS.get(exc.code, 400))
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
+        await state.chats.settle(name)
         turns = await state.chats.turns(name)
+        # The live turn and the stream position are read together (no await between them):
+        # the page's stream replays exactly what came after this view.
         live = state.chats.live(name)
         live_state = live.sink.live.public() if live is not None and live.busy else None
-        return templates.TemplateResponse(request, "chat.html", ctx(
+        if live_state is not None and turns and turns[-1].get("outcome") in (None, "running"):
+            turns = turns[:-1]  # the database's row of the turn in flight: drawn live instead
+        return await page("chat.html", ctx(
             request, threads=threads, thread=name, turns=turns, live=live_state,
-            q=request.query_params.get("q", "")))
+            q=request.query_params.get("q", ""), last=state.hub.last_id(f"thread:{name}")))
 
     async def bots_page(request: Request) -> Response:
+        last = state.hub.last_id("bots")  # before reading: later changes are replayed
         bots = [public_bot(r) for r in await state.bots.list()]
         counts: dict[str, int] = {}
         for b in bots:
             counts[b["status"]] = counts.get(b["status"], 0) + 1
-        return templates.TemplateResponse(request, "bots.html", ctx(
-            request, bots=bots, counts=sorted(counts.items()), mode=state.bots.mode))
+        return await page("bots.html", ctx(
+            request, bots=bots, counts=sorted(counts.items()), mode=state.bots.mode, last=last))
 
     async def bot_page(request: Request) -> Response:
+        last = state.hub.last_id(f"bot:{request.path_params['bot_id']}")
         try:
             rec = await state.bots.get(str(request.path_params["bot_id"]))
         except AgentrtError as exc:
@@ -115,9 +139,9 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         timeline = await state.bots.timeline(rec.bot_id, offset, _TIMELINE_PAGE + 1)
         more = len(timeline) > _TIMELINE_PAGE
         name = "_bot_body.html" if request.query_params.get("fragment") == "1" else "bot.html"
-        return templates.TemplateResponse(request, name, ctx(
+        return await page(name, ctx(
             request, bot=public_bot(rec), timeline=list(timeline)[:_TIMELINE_PAGE], offset=offset, more=more,
-            page=_TIMELINE_PAGE, actions=ACTIONS, mode=state.bots.mode))
+            page=_TIMELINE_PAGE, actions=ACTIONS, mode=state.bots.mode, last=last))
 
     async def bot_qr(request: Request) -> Response:
         try:
@@ -145,7 +169,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
 
     # -- login ---------------------------------------------------------------
     async def login_page(request: Request) -> Response:
-        return templates.TemplateResponse(request, "login.html", ctx(
+        return await page("login.html", ctx(
             request, error=None, next=_next(request.query_params.get("next", "/"))))
 
     async def login_submit(request: Request) -> Response:
@@ -154,7 +178,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         nxt = _next(str(form.get("next", "/")))
         candidate = str(form.get("token", ""))
         if state.token is None or not security.check_token(candidate):
-            return templates.TemplateResponse(request, "login.html", ctx(
+            return await page("login.html", ctx(
                 request, error="That token is not right.", next=nxt), status_code=401)
         old = request.state.session
         if old is not None:
@@ -212,9 +236,12 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         return JSONResponse({"bots": [public_bot(r) for r in await state.bots.list()], "mode": state.bots.mode})
 
     # -- streams ---------------------------------------------------------------
-    def sse(topic: str, first: bytes = b"") -> StreamingResponse:
+    def sse(request: Request, topic: str) -> StreamingResponse:
+        # The browser's Last-Event-ID (a reconnect) wins over the id the page was drawn at.
+        last = request.headers.get("last-event-id") or request.query_params.get("last")
+        sub = state.hub.subscribe(topic, last)  # before the response starts: nothing slips through
         return StreamingResponse(
-            state.hub.stream(topic, first), media_type="text/event-stream",
+            state.hub.stream(sub), media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     async def thread_events(request: Request) -> Response:
@@ -222,19 +249,23 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             name = thread_name(request)
         except AgentrtError as exc:
             return _error(exc)
-        return sse(f"thread:{name}")
+        return sse(request, f"thread:{name}")
 
     async def bots_events(request: Request) -> Response:
-        return sse("bots")
+        return sse(request, "bots")
 
     async def bot_events(request: Request) -> Response:
-        return sse(f"bot:{request.path_params['bot_id']}", sse_frame({"hello": True}, event="hello"))
+        return sse(request, f"bot:{request.path_params['bot_id']}")
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, "uptime": round(time.time() - state.started, 3)})
 
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204, headers={"cache-control": "max-age=86400"})
+
     routes = [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/threads/{name}", thread_page),
         Route("/bots", bots_page),
         Route("/bots/{bot_id}", bot_page),

@@ -143,10 +143,9 @@ class BotManager:
         self._nursery.start_soon(self._poll)
 
     async def _run_supervisor(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        from agentrt._plugins import get_plugins
         from agentrt_fastagent._store import JsonFileBotStore, TimelineSink
         from agentrt_fastagent._supervisor import open_supervisor
-
-        from agentrt._plugins import get_plugins
 
         cfg = self.config
         for name in cfg.bots:  # bots declared in the file exist in the store

@@ -49,10 +49,10 @@ __all__ = ["ChatManager", "WebSink", "LiveState", "valid_thread_name"]
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_PROMPT = 100_000
 _OPEN_TIMEOUT = 30.0
-#: At most one frame per this interval while a reply streams (a display refresh): the
-#: conversation merges what arrives meanwhile (``coalesce``), so pages cost the same
-#: whatever the agent's line rate.  The first frame of a burst goes out at once.
-FRAME_INTERVAL = 1 / 30
+#: At most one text frame per this interval while a reply streams (a display refresh):
+#: text arriving meanwhile is held and sent as one, so pages cost the same whatever the
+#: agent's line rate.  The first text of a burst, and anything but text, go out at once.
+FRAME_INTERVAL = 1 / 20
 _CLOSE_TIMEOUT = 15.0
 
 
@@ -89,28 +89,34 @@ class WebSink:
     policy = "coalesce"
     buffer_size = 64
 
-    def __init__(self, hub: Hub, thread: str) -> None:
+    def __init__(self, hub: Hub, thread: str, nursery: trio.Nursery | None = None) -> None:
         self.hub = hub
         self.thread = thread
         self.topic = f"thread:{thread}"
         self.live = LiveState()
+        # Text waiting for the next frame (pacing needs ``nursery`` for its flush task).
+        self._nursery = nursery
+        self._held: list[str] = []
+        self._held_wall = 0.0
+        self._flush_pending = False
+        self._next_text_frame = 0.0
         #: Terminal messages delivered so far (tests wait on them).
         self.terminals = 0
 
     async def handle(self, batch: EventBatch) -> None:
-        """Project and publish one batch (one SSE frame per batch)."""
+        """Project one batch; publish it now, or hold its text for the next frame."""
         out: list[dict[str, Any]] = []
         live = self.live
+        pieces: list[str] = []  # consecutive text, joined once (a chunk can hold ~1000 deltas)
         for ev in batch.events:
             cls = type(ev)
             if cls is TextDelta:
-                text = ev.text  # type: ignore[attr-defined]
-                live.text.append(text)
-                if out and out[-1]["k"] == "text":
-                    out[-1]["text"] += text
-                else:
-                    out.append({"k": "text", "text": text})
-            elif cls is TurnStarted:
+                pieces.append(ev.text)  # type: ignore[attr-defined]
+                continue
+            if pieces:
+                self._text(out, pieces)
+                pieces = []
+            if cls is TurnStarted:
                 live.turn = ev.turn  # type: ignore[attr-defined]
                 live.prompt = ev.prompt  # type: ignore[attr-defined]
                 live.text, live.steps, live.status = [], [], ""
@@ -132,29 +138,67 @@ class WebSink:
                 live.status = label
                 out.append({"k": "status", "kind": ev.kind, "label": label})  # type: ignore[attr-defined]
             elif cls is TurnCompleted or cls is TurnFailed:
-                out.append(self._terminal(ev, batch))
+                out.append(await self._terminal(ev, batch))
             elif cls is SessionStarted:
                 out.append({"k": "session", "model": ev.model})  # type: ignore[attr-defined]
             elif cls is Diagnostic:
                 out.append({"k": "diagnostic", "code": ev.code})  # type: ignore[attr-defined]
             elif cls is ProcessExited:
                 out.append({"k": "exited", "requested": ev.requested})  # type: ignore[attr-defined]
-        if out:
-            # ``t`` is when the runtime decoded the chunk: the page-latency benchmark reads it.
-            self.hub.publish(self.topic, sse_frame({"t": batch.wall, "m": out}))
-            if self.live.turn is not None and self.hub.subscribers(self.topic):
-                # Pace while streaming; batches arriving meanwhile are merged, not queued.
-                await trio.sleep(FRAME_INTERVAL)
+        if pieces:
+            self._text(out, pieces)
+        if not out:
+            return
+        now = trio.current_time()
+        text_only = len(out) == 1 and out[0]["k"] == "text"
+        if text_only and self._nursery is not None and (self._held or now < self._next_text_frame):
+            # Pace text: hold it for the next frame (a display refresh) instead of sending a
+            # frame per chunk.  Holding here, rather than awaiting, keeps this sink fast, so the
+            # conversation never has to merge batches for it.
+            if not self._held:
+                self._held_wall = batch.wall
+            self._held.append(out[0]["text"])
+            if not self._flush_pending:
+                self._flush_pending = True
+                self._nursery.start_soon(self._flush_later)
+            return
+        self._publish(out, batch.wall, now)
 
-    def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
+    def _text(self, out: list[dict[str, Any]], pieces: list[str]) -> None:
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        self.live.text.append(text)
+        out.append({"k": "text", "text": text})
+
+    def _publish(self, out: list[dict[str, Any]], wall: float, now: float) -> None:
+        if self._held:
+            # Held text goes first: the page sees everything in order.
+            out.insert(0, {"k": "text", "text": "".join(self._held)})
+            wall = self._held_wall
+            self._held = []
+        if any(m["k"] == "text" for m in out):
+            self._next_text_frame = now + FRAME_INTERVAL
+        # ``t`` is when the runtime decoded the (first) chunk: the page-latency benchmark reads it.
+        self.hub.publish(self.topic, sse_frame({"t": wall, "m": out}))
+
+    async def _flush_later(self) -> None:
+        try:
+            await trio.sleep_until(self._next_text_frame)
+        finally:
+            self._flush_pending = False
+        if self._held:
+            self._publish([], self._held_wall, trio.current_time())
+
+    async def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
         live = self.live
         reply = "".join(live.text)
         if not reply and isinstance(ev, TurnCompleted) and ev.result:
             reply = ev.result
+        # A long reply's Markdown is real CPU work: render it off the trio thread.
+        html = render_markdown(reply) if len(reply) < 20_000 else await trio.to_thread.run_sync(render_markdown, reply)
         msg: dict[str, Any] = {
             "k": "done" if isinstance(ev, TurnCompleted) else "failed",
             "turn": live.turn,
-            "html": render_markdown(reply),
+            "html": html,
             "usage": _usage(ev.usage),
             "duration": round(max(0.0, batch.mono - live.started_mono), 3) if live.turn is not None else None,
         }
@@ -188,6 +232,7 @@ class _Live:
     closed: trio.Event = attrs.Factory(trio.Event)
     busy: bool = False
     last_prompt: str = ""
+    db_sink: Any = None
 
 
 class ChatManager:
@@ -249,6 +294,20 @@ class ChatManager:
             return []
         rows: list[dict[str, Any]] = await getter(name)
         return rows[:limit] if limit is not None else rows
+
+    async def settle(self, name: str) -> None:
+        """Wait (bounded) until the database has every event of the thread handed over so far.
+
+        A page drawn from the database right after a turn ended then shows that turn.
+        """
+        live = self._live.get(name)
+        flush = getattr(live.db_sink, "flush", None) if live is not None else None
+        if flush is not None:
+            with trio.move_on_after(2.0):
+                try:
+                    await flush()
+                except AgentrtError:
+                    pass
 
     async def exists(self, name: str) -> bool:
         """Whether the store knows the thread (or it is open here)."""
@@ -314,7 +373,7 @@ class ChatManager:
                 record = await self.store.get_thread(name)
             if record is None:
                 raise AgentrtError("unknown_thread", f"no thread named {name!r}")
-            live = _Live(name=name, sink=WebSink(self.hub, name))
+            live = _Live(name=name, sink=WebSink(self.hub, name, self._nursery))
             with trio.fail_after(_OPEN_TIMEOUT):
                 await self._nursery.start(self._host, live, record.session_id)
             self._live[name] = live
@@ -326,8 +385,15 @@ class ChatManager:
         sinks: list[Any] = [live.sink]
         factory = self.plugins.sinks().get("sqlite")
         if factory is not None:
-            sinks.append(factory({"env": self.env, "thread": live.name, "dialect": self.launch.protocol,
-                                  "executable": self.launch.executable, "model": self.launch.model}))
+            try:
+                live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": self.launch.protocol,
+                                        "executable": self.launch.executable, "model": self.launch.model})
+                sinks.append(live.db_sink)
+            except AgentrtError:
+                raise
+            except Exception as exc:  # a broken database plugin: say so with a code, not a 500
+                raise AgentrtError("database_sink_failed", f"the database sink could not start: "
+                                   f"{type(exc).__name__}") from exc
         started = False
         try:
             async with open_conversation(self.launch, plugins=self.plugins, resume=resume, sinks=sinks,

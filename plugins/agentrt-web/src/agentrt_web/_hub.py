@@ -3,8 +3,16 @@
 A message is serialized once (``publish`` takes bytes already framed as one
 SSE event) and handed to every subscriber of its topic without waiting: each
 subscriber has its own bounded buffer, and one that falls that far behind is
-closed (its browser reconnects and reloads the page, which renders the state
-from the server).  So a slow browser never slows the agent's pump.
+closed.  So a slow browser never slows the agent's pump.
+
+Nothing is lost between a page being drawn and its stream connecting, or
+across a dropped connection: every frame gets an id (``<epoch>:<seq>``), the
+hub keeps each topic's recent frames, and a stream opened with the last id
+the page saw (the page's ``data-last`` attribute, or the browser's own
+``Last-Event-ID`` on reconnect) first replays what came after it.  When that
+is no longer possible (too far behind, or the server restarted: another
+epoch) the stream sends a ``reload`` event and the page redraws from the
+server.
 
 ``close()`` ends every stream at once; the server calls it before it stops
 listening, which is why shutdown does not wait for the browsers to go away.
@@ -12,18 +20,24 @@ listening, which is why shutdown does not wait for the browsers to go away.
 
 from __future__ import annotations
 
+import secrets
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import trio
 
-__all__ = ["Hub", "sse_frame"]
+__all__ = ["Hub", "Subscriber", "sse_frame", "RELOAD"]
 
 #: Messages a subscriber may have waiting before it is dropped.
 SUBSCRIBER_BUFFER = 512
-#: A comment line is sent when a stream has been idle this long (keeps proxies and dead peers honest).
+#: Recent frames kept per topic for replay.
+REPLAY = 256
+#: A comment line is sent to every stream this often (keeps proxies and dead peers honest).
 HEARTBEAT = 15.0
+#: Tells the page to redraw from the server.
+RELOAD = b"event: reload\ndata: {}\n\n"
 
 
 def sse_frame(payload: Any, event: str | None = None) -> bytes:
@@ -32,75 +46,136 @@ def sse_frame(payload: Any, event: str | None = None) -> bytes:
     return head + b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-class _Subscriber:
-    __slots__ = ("receive", "send", "topic")
+class Subscriber:
+    """One stream's buffer (create with :meth:`Hub.subscribe`)."""
 
-    def __init__(self, topic: str) -> None:
+    __slots__ = ("backlog", "receive", "send", "topic")
+
+    def __init__(self, topic: str, backlog: list[bytes]) -> None:
         self.topic = topic
+        self.backlog = backlog
         self.send, self.receive = trio.open_memory_channel[bytes](SUBSCRIBER_BUFFER)
+
+
+class _Topic:
+    __slots__ = ("recent", "seq", "subs")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=REPLAY)
+        self.subs: set[Subscriber] = set()
 
 
 class Hub:
     """Topics (``"thread:<name>"``, ``"bots"``...) fanned out to SSE streams."""
 
     def __init__(self) -> None:
-        self._topics: dict[str, set[_Subscriber]] = {}
+        self._topics: dict[str, _Topic] = {}
         self.closed = False
+        #: Distinguishes this server run's frame ids from a previous run's.
+        self.epoch = secrets.token_hex(4)
         #: Subscribers dropped for falling behind (read by tests and the benchmark).
         self.dropped = 0
 
+    def _topic(self, name: str) -> _Topic:
+        t = self._topics.get(name)
+        if t is None:
+            t = self._topics[name] = _Topic()
+        return t
+
     def subscribers(self, topic: str) -> int:
         """How many streams listen on ``topic``."""
-        return len(self._topics.get(topic, ()))
+        t = self._topics.get(topic)
+        return len(t.subs) if t is not None else 0
+
+    def last_id(self, topic: str) -> str:
+        """The id of the topic's latest frame (what a freshly drawn page has seen)."""
+        t = self._topics.get(topic)
+        return f"{self.epoch}:{t.seq if t is not None else 0}"
 
     def publish(self, topic: str, frame: bytes) -> None:
-        """Queue ``frame`` for every subscriber of ``topic``; never waits."""
-        subs = self._topics.get(topic)
-        if not subs:
-            return
-        for sub in list(subs):
+        """Number ``frame``, keep it for replay, queue it for every subscriber; never waits."""
+        t = self._topic(topic)
+        t.seq += 1
+        framed = b"id: %s:%d\n%s" % (self.epoch.encode(), t.seq, frame)
+        t.recent.append((t.seq, framed))
+        self._fan_out(t, framed)
+
+    def _fan_out(self, t: _Topic, framed: bytes) -> None:
+        for sub in list(t.subs):
             try:
-                sub.send.send_nowait(frame)
+                sub.send.send_nowait(framed)
             except trio.WouldBlock:
                 self.dropped += 1
                 self._drop(sub)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 self._drop(sub)
 
-    def _drop(self, sub: _Subscriber) -> None:
-        subs = self._topics.get(sub.topic)
-        if subs is not None:
-            subs.discard(sub)
-            if not subs:
-                del self._topics[sub.topic]
+    def ping(self) -> None:
+        """A comment line to every stream (not numbered, not kept)."""
+        for t in list(self._topics.values()):
+            self._fan_out(t, b": ping\n\n")
+
+    def _drop(self, sub: Subscriber) -> None:
+        t = self._topics.get(sub.topic)
+        if t is not None:
+            t.subs.discard(sub)
         sub.send.close()
+
+    def subscribe(self, topic: str, last_id: str | None = None) -> Subscriber:
+        """A subscriber of ``topic`` from now on, with the frames after ``last_id`` (if any) to replay first.
+
+        Subscribe before the response starts, so nothing published in between is missed.
+        """
+        t = self._topic(topic)
+        backlog = self._replay(t, last_id)
+        sub = Subscriber(topic, backlog)
+        if self.closed:
+            sub.send.close()
+        else:
+            t.subs.add(sub)
+        return sub
+
+    def _replay(self, t: _Topic, last_id: str | None) -> list[bytes]:
+        if not last_id:
+            return []
+        epoch, _, num = last_id.strip().partition(":")
+        if epoch != self.epoch or not num.isdigit():
+            return [RELOAD]  # another server run: the page's view is stale
+        seen = int(num)
+        if seen > t.seq:
+            return [RELOAD]
+        if seen == t.seq:
+            return []
+        oldest = t.recent[0][0] if t.recent else t.seq + 1
+        if seen + 1 < oldest:
+            return [RELOAD]  # missed more than we keep
+        return [framed for seq, framed in t.recent if seq > seen]
+
+    async def heartbeat(self, interval: float = HEARTBEAT) -> None:
+        """Ping every stream every ``interval`` seconds until closed (one task for all streams)."""
+        while not self.closed:
+            await trio.sleep(interval)
+            self.ping()
 
     def close(self) -> None:
         """End every stream now (idempotent); later subscribers end at once."""
         self.closed = True
-        for subs in list(self._topics.values()):
-            for sub in list(subs):
+        for t in list(self._topics.values()):
+            for sub in list(t.subs):
                 self._drop(sub)
 
-    async def stream(self, topic: str, first: bytes = b"") -> AsyncIterator[bytes]:
-        """The body of one SSE response: ``first``, then every frame published on ``topic``."""
-        sub = _Subscriber(topic)
-        if self.closed:
-            sub.send.close()
-        else:
-            self._topics.setdefault(topic, set()).add(sub)
+    async def stream(self, sub: Subscriber) -> AsyncIterator[bytes]:
+        """The body of one SSE response: the replay, then every frame published on the topic."""
         try:
             # The retry hint makes browsers reconnect quickly after a drop.
-            yield b"retry: 1000\n" + (first or b": open\n\n")
+            yield b"retry: 1000\n: open\n\n" + b"".join(sub.backlog)
+            sub.backlog = []
             while True:
-                with trio.move_on_after(HEARTBEAT) as idle:
-                    try:
-                        frame = await sub.receive.receive()
-                    except trio.EndOfChannel:
-                        return
-                if idle.cancelled_caught:
-                    yield b": ping\n\n"
-                    continue
+                try:
+                    frame = await sub.receive.receive()
+                except trio.EndOfChannel:
+                    return
                 # Send what else is already waiting in the same write.
                 frames = [frame]
                 while True:

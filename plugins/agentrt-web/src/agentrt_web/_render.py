@@ -36,7 +36,20 @@ def _md() -> Any:
 
 
 def render_markdown(text: str) -> str:
-    """``text`` (an agent's reply) as HTML that carries no script, handler or dangerous URL."""
+    """``text`` (an agent's reply) as HTML that carries no script, handler or dangerous URL.
+
+    Replies under 20 000 characters are cached: a thread's page renders the same ones on
+    every visit (the bound keeps the cache's memory bounded too).
+    """
+    return _cached(text) if len(text) < 20_000 else _render(text)
+
+
+@lru_cache(maxsize=512)
+def _cached(text: str) -> str:
+    return _render(text)
+
+
+def _render(text: str) -> str:
     try:
         html: str = _md().render(text)
     except Exception:  # never lose a reply to a renderer bug: show it as escaped text

@@ -103,6 +103,7 @@ async def serve_web(
         state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
         app = build_app(state, loopback_only=loopback)
         try:
+            nursery.start_soon(hub.heartbeat)
             await bots.start()
 
             async def run_server(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:

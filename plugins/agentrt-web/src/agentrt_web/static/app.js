@@ -18,6 +18,22 @@
     return { ok: res.ok, status: res.status, data: data };
   }
 
+  // A live stream that resumes where the page left off: the page was drawn at data-last,
+  // the server replays what came after it, and the browser's own reconnects send
+  // Last-Event-ID.  When the server cannot replay (restarted, or we fell too far behind)
+  // it says "reload" and the page redraws from the server.
+  function live(url, onMessage) {
+    const last = document.body.dataset.last || "";
+    const es = new EventSource(url + (last ? "?last=" + encodeURIComponent(last) : ""));
+    es.onmessage = onMessage;
+    es.addEventListener("reload", () => { es.close(); window.location.reload(); });
+    es.onerror = () => {
+      // CONNECTING: the browser retries by itself.  CLOSED: it gave up (e.g. 401).
+      if (es.readyState === EventSource.CLOSED) window.setTimeout(() => window.location.reload(), 2000);
+    };
+    return es;
+  }
+
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -175,16 +191,10 @@
       }
     }
 
-    const es = new EventSource("/events/threads/" + encodeURIComponent(thread));
-    es.onmessage = (ev) => {
+    live("/events/threads/" + encodeURIComponent(thread), (ev) => {
       const data = JSON.parse(ev.data);
       for (const m of data.m) apply(m);
-    };
-    es.onerror = () => {
-      // The stream was dropped (server restart or this page fell behind): redraw from the server.
-      es.close();
-      window.setTimeout(() => window.location.reload(), 1500);
-    };
+    });
 
     async function send(text) {
       if (!text.trim()) return;
@@ -234,8 +244,7 @@
 
   function initBots() {
     if (!document.body.classList.contains("bots-page")) return;
-    const es = new EventSource("/events/bots");
-    es.onmessage = (ev) => {
+    live("/events/bots", (ev) => {
       const data = JSON.parse(ev.data);
       const b = data.bot;
       if (!b) return;
@@ -248,8 +257,7 @@
       row.querySelector('[data-field="restart_count"]').textContent = String(b.restart_count);
       row.querySelector('[data-field="last_error_code"]').textContent = b.last_error_code || "";
       recount();
-    };
-    es.onerror = () => { es.close(); window.setTimeout(() => window.location.reload(), 2000); };
+    });
   }
 
   function recount() {
@@ -282,13 +290,10 @@
       const old = document.getElementById("bot-body");
       if (fresh && old) old.replaceWith(fresh);
     }
-    const es = new EventSource("/events/bots/" + encodeURIComponent(id));
-    es.onmessage = () => {
+    live("/events/bots/" + encodeURIComponent(id), () => {
       if (pending) return;
       pending = window.setTimeout(async () => { pending = null; await refresh(); }, 50);
-    };
-    es.addEventListener("hello", () => refresh());
-    es.onerror = () => { es.close(); window.setTimeout(() => window.location.reload(), 2000); };
+    });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
