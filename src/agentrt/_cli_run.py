@@ -149,8 +149,13 @@ async def _run(
                 resume = record.session_id
             else:
                 click.echo("agentrt: warning: invalid_session_id: stored session id ignored", err=True)
-    sinks: list[Any] = [sink]
     extra = plugins.sinks()
+    # On a terminal, the terminal UI (when its plugin is installed) renders the
+    # reply: live text, tool progress, a usage footer.  Elsewhere, plain text.
+    if not sink.as_json and "tui" in extra and sys.stdout.isatty():
+        sinks: list[Any] = [extra["tui"]({})]
+    else:
+        sinks = [sink]
     if thread is not None and "sqlite" in extra:
         sinks.append(extra["sqlite"]({"env": env, "thread": thread}))
     try:
