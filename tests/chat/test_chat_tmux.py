@@ -22,7 +22,11 @@ POLL = 0.05
 def _tmux_path() -> str:
     path = shutil.which("tmux")
     if path is None:
-        pytest.fail("tmux is required for the chat tests (apt-get install tmux); it was not found on PATH")
+        # CI installs it (.ci/run) and must run these tests; elsewhere say what is missing.
+        message = "tmux is required for the chat tests (apt-get install -y tmux); it was not found on PATH"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     return path
 
 

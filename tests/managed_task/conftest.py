@@ -32,7 +32,11 @@ def _free_port() -> int:
 def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("redis-server")
     if exe is None:
-        pytest.fail("redis-server is not installed: apt-get install -y redis-server", pytrace=False)
+        # CI installs it (.ci/run) and must run these tests; elsewhere say what is missing.
+        message = "redis-server is not installed: apt-get install -y redis-server"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     port = _free_port()
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
