@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from ._exceptions import collapse_single_group
 from ._framing import JsonlReader, Malformed, OutputOversize
 from ._launch import LaunchSpec, is_valid_session_id
 from ._process import AgentProcess, ExitStatus, open_process
@@ -695,7 +696,9 @@ async def open_conversation(
     if permission_policy is None:
         assert plugins is not None
         permission_policy = plugins.permission_policy()
-    try:
+    # The nursery only runs our background tasks: an error from the body or from
+    # spawning is the caller's one exception, not a group to unpack.
+    with collapse_single_group():
         async with trio.open_nursery() as nursery:
             conv = Conversation(
                 nursery=nursery,
@@ -718,20 +721,3 @@ async def open_conversation(
             finally:
                 await conv._aclose()
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # The nursery only runs our background tasks; an error from the body or
-        # from spawning is the caller's one exception, not a group to unpack.
-        leaves = list(_leaves(group))
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            out.extend(_leaves(exc))
-        else:
-            out.append(exc)
-    return out

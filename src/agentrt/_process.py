@@ -28,6 +28,7 @@ from typing import Literal
 import attrs
 import trio
 
+from ._exceptions import collapse_single_group
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -340,27 +341,18 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
     proc = await _spawn(spec)
     agent = AgentProcess(proc, spec)
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(agent._watch_exit)
-            nursery.start_soon(agent._drain_stderr)
-            try:
-                yield agent
-            finally:
-                with trio.CancelScope(shield=True):
-                    await agent.stop()
-                    with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
-                        await agent._stderr_done.wait()
-                agent._cancel_tasks()
-    except BaseExceptionGroup as group:
-        # The background tasks never raise, so a group holds the body's one
-        # exception: re-raise it as is, keeping its own cause and context.
-        if len(group.exceptions) != 1:
-            raise
-        exc = group.exceptions[0]
-        cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
-        try:
-            raise exc
-        finally:
-            exc.__cause__, exc.__context__, exc.__suppress_context__ = cause, context, suppress
+        # The background tasks never raise: a group holds the body's one exception.
+        with collapse_single_group():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent._watch_exit)
+                nursery.start_soon(agent._drain_stderr)
+                try:
+                    yield agent
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await agent.stop()
+                        with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
+                            await agent._stderr_done.wait()
+                    agent._cancel_tasks()
     finally:
         await agent._aclose_pipes()

@@ -13,7 +13,7 @@ form unless asked for (``to_json(event, raw=True)``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Union, get_args
 
 import attrs
 
@@ -270,27 +270,8 @@ AnyEvent = Union[
     StateChanged,
 ]
 
-#: Every event class by its ``type`` tag.
-EVENT_TYPES: dict[str, type[Event]] = {
-    cls.type: cls
-    for cls in (
-        SessionStarted,
-        TurnStarted,
-        TextDelta,
-        ThinkingDelta,
-        ToolUse,
-        ToolResult,
-        Status,
-        ControlRequest,
-        TurnCompleted,
-        TurnFailed,
-        Diagnostic,
-        ProcessExited,
-        RawEvent,
-        Lifecycle,
-        StateChanged,
-    )
-}
+#: Every event class by its ``type`` tag (derived from :data:`AnyEvent`, so the two never disagree).
+EVENT_TYPES: dict[str, type[Event]] = {cls.type: cls for cls in get_args(AnyEvent)}
 
 
 @attrs.frozen(kw_only=True)

@@ -158,6 +158,20 @@ def argv_log(tmp: Path) -> list[list[str]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def agent_pids(tmp: Path) -> list[int]:
+    """Every fixture agent process started so far."""
+    path = tmp / "argv.log.pids"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 BROWSER_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

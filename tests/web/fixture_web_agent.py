@@ -46,6 +46,8 @@ def main() -> None:
     if log:
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(args) + "\n")
+        with open(log + ".pids", "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
     out = sys.stdout
     session = resume or f"webfix-{os.urandom(8).hex()}"
     turns = 0

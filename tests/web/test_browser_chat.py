@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .conftest import LLM_SECRET, argv_log, base_env
+from .conftest import LLM_SECRET, agent_pids, alive, argv_log, base_env
 
 SHOTS = os.environ.get("AGENTRT_WEB_SCREENSHOTS")
 
@@ -64,7 +64,6 @@ def test_reply_streams_token_by_token(tmp_path: Path, agent: Path, server_factor
     assert all(final.startswith(p.strip()) for p in partial)
     meta = last_assistant(page).locator(".meta").inner_text()
     assert "7 in" in meta and " s" in meta  # usage and duration of the turn
-    shot(page, "chat.png")
 
 
 def test_stop_cancels_the_turn_not_the_thread(
@@ -103,6 +102,9 @@ def test_tool_step_and_rate_limit_status(tmp_path: Path, agent: Path, server_fac
     page.wait_for_function("() => [...document.querySelectorAll('.status')].some(s => "
                            "s.textContent.startsWith('Rate limited'))")
     page.wait_for_selector("text=after the rate limit")
+    say(page, "xss")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .reply strong")
+    shot(page, "chat.png")
 
 
 def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
@@ -169,7 +171,10 @@ def test_thread_switch_and_resume_across_restart(
     assert page.locator(f'#thread-list li[data-name="{a}"]').is_hidden()
     assert page.locator(f'#thread-list li[data-name="{b}"]').is_visible()
     shot(page, "threads.png")
-    srv.stop()
+    pids = agent_pids(tmp_path)
+    assert len(pids) == 2 and all(alive(p) for p in pids)  # one live process per open thread
+    assert srv.stop() == 0
+    assert not any(alive(p) for p in pids)  # stopping the server stopped (and reaped) its agents
 
     with sqlite3.connect(tmp_path / "agentrt.db") as db:
         session_a = db.execute("SELECT session_id FROM threads WHERE name = ?", (a,)).fetchone()[0]

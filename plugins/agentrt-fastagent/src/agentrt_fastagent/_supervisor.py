@@ -35,6 +35,7 @@ from typing import Any
 import attrs
 import trio
 
+from agentrt._exceptions import collapse_single_group
 from agentrt._framing import JsonlReader, Malformed, OutputOversize
 from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt.bots import BotRecord, BotStore
@@ -764,17 +765,8 @@ async def open_supervisor(
 @asynccontextmanager
 async def _unwrap_single() -> AsyncIterator[None]:
     """Re-raise a nursery's lone exception as itself (the body's error, not a group)."""
-    try:
+    with collapse_single_group():
         yield
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) != 1:
-            raise
-        exc = group.exceptions[0]
-        cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
-        try:
-            raise exc
-        finally:
-            exc.__cause__, exc.__context__, exc.__suppress_context__ = cause, context, suppress
 
 
 def _take_lock(config: SupervisorConfig) -> int:
