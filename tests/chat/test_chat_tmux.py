@@ -128,12 +128,14 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
         assert await tmux.pane("one", "#{pane_dead}") == "0"
 
         # The next prompt works: a fresh process, resumed with the native session id.
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("›"), "the prompt after the cancel")
         await tmux.keys("one", "after", "Enter")
         screen = await tmux.wait_for("one", lambda s: re.search(r"reply to: after \(resumed from slow-", s)
                                      is not None, "the reply after the cancel")
         session = re.search(r"resumed from (slow-[0-9a-f]+)", screen).group(1)
 
         # Ctrl-C at the prompt clears the line and keeps the chat.
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("›"), "the prompt after the reply")
         await tmux.keys("one", "half-typed junk")
         await tmux.wait_text("one", "› half-typed junk")
         await tmux.keys("one", "C-c")
@@ -142,11 +144,15 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
 
         await tmux.keys("one", "/usage", "Enter")
         await tmux.wait_text("one", "turns: 3")
+        # Keys sent before the prompt is back (and the terminal in raw mode again)
+        # can be eaten by the line discipline: wait for the prompt first.
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("›"), "the prompt after /usage")
         # Input history: Up recalls the previous line.
         await tmux.keys("one", "Up")
         await tmux.wait_for("one", lambda s: s.rstrip().endswith("› /usage"), "the recalled /usage")
         await tmux.keys("one", "C-u", "/thread", "Enter")
         await tmux.wait_text("one", f"session: {session}")
+        await tmux.wait_for("one", lambda s: s.rstrip().endswith("›"), "the prompt after /thread")
 
         # Ctrl-D ends the chat cleanly.
         await tmux.keys("one", "C-d")
@@ -161,8 +167,10 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
         # A new chat on the same thread resumes the stored native session.
         await tmux.start("two", _argv(tmp_path, "two.status", agent, "--thread", "work"))
         await tmux.wait_text("two", f"resuming {session}")
+        await tmux.wait_for("two", lambda s: s.rstrip().endswith("›"), "the prompt of the resumed chat")
         await tmux.keys("two", "again", "Enter")
         await tmux.wait_text("two", f"reply to: again (resumed from {session})")
+        await tmux.wait_for("two", lambda s: s.rstrip().endswith("›"), "the prompt after the reply")
         await tmux.keys("two", "/exit", "Enter")
         assert await tmux.wait_exit(tmp_path / "two.status") == 0
 

@@ -62,6 +62,8 @@ def test_reply_streams_token_by_token(tmp_path: Path, agent: Path, server_factor
     # Intermediate text was in the DOM before the reply was complete, in order.
     assert len(partial) >= 3, seen
     assert all(final.startswith(p.strip()) for p in partial)
+    # The new thread's sidebar entry took its title from the first message, live.
+    assert page.locator("#thread-list li.current .title").inner_text() == "slow 8"
     meta = last_assistant(page).locator(".meta").inner_text()
     assert "7 in" in meta and " s" in meta  # usage and duration of the turn
 

@@ -173,7 +173,7 @@ def test_agent_crash_mid_turn_then_resume(tmp_path: Path, agent: Path, server_fa
         assert first[-1]["k"] == "done"
         crash = sse_until_terminal(c, name, lambda: c.post(f"/api/threads/{name}/messages",
                                                                 json={"text": "crash"}, headers=h))
-        assert crash[-1]["k"] == "failed" and crash[-1]["code"] == "exit_before_result"
+        assert crash[-1]["k"] == "failed" and crash[-1]["code"] == "exit_before_result", crash
         assert "about to crash" in crash[-1]["html"]  # what arrived is kept
         again = sse_until_terminal(c, name, lambda: c.post(f"/api/threads/{name}/messages",
                                                                 json={"text": "back"}, headers=h))
@@ -191,3 +191,35 @@ def test_spawn_failure_is_a_coded_error(tmp_path: Path, agent: Path, server_fact
         r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers=h)
         assert r.status_code == 502 and r.json()["error"]["code"] == "spawn_failed"
         assert c.get("/api/health").json()["ok"] is True  # the server goes on
+
+
+async def test_bot_timeline_is_paged(tmp_path: Path, agent: Path, server_factory: Any) -> None:
+    from agentrt.bots import BotRecord
+    from agentrt_sqlite._store import SqliteStore
+
+    from .conftest import write_bots
+
+    store = SqliteStore(tmp_path / "agentrt.db")
+    await store.save_bot(BotRecord(bot_id="b1", config={"sandbox_api_key": "sk-sandbox-secret-xyz"}))
+    for i in range(120):
+        await store.append_timeline("b1", {"type": "runtime_error", "message": f"event number {i:03d}"})
+    await store.aclose()
+    env = base_env(tmp_path, agent, AGENTRT_BOTS_CONFIG=str(write_bots(tmp_path)))
+    srv = server_factory(env, "--no-bots")
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        first = c.get("/bots/b1").text
+        assert "event number 000" in first and "event number 049" in first and "event number 050" not in first
+        assert 'href="/bots/b1?offset=50"' in first and "Earlier" not in first
+        last = c.get("/bots/b1?offset=100").text
+        assert "event number 119" in last and "event number 099" not in last
+        assert 'href="/bots/b1?offset=50"' in last and "Later" not in last
+        assert "note" in c.get("/bots").text  # no supervisor here: actions go through the store
+        for page in (first, last, c.get("/api/bots").text, c.get("/bots").text):
+            assert "sk-sandbox-secret-xyz" not in page
+        h = {"x-csrf-token": csrf_of(first), "accept": "application/json"}
+        assert c.post("/bots/b1/start", headers=h).json() == {"ok": True}
+        assert c.get("/api/bots").json()["bots"][0]["desired_state"] == "running"
+        assert c.post("/bots/b1/reissue-qr", headers=h).status_code == 200
+        assert c.get("/api/bots").json()["bots"][0]["desired_state"] == "reissue_qr"
+        assert c.post("/bots/b1/explode", headers=h).json()["error"]["code"] == "unknown_action"
+        assert c.post("/bots/nosuch/start", headers=h).json()["error"]["code"] == "unknown_bot"

@@ -164,3 +164,12 @@ def test_small_helpers() -> None:
     assert title_of("first line\nsecond", "n") == "first line"
     assert title_of("", "fallback") == "fallback"
     assert len(title_of("x" * 500, "n")) == 60
+
+
+def test_status_labels() -> None:
+    from agentrt_web._chat import _status_label
+
+    retry = Status(kind="api_retry", label="API error 529, retrying (attempt 2 of 10)")
+    assert _status_label(retry) == "Retrying: API error 529, retrying (attempt 2 of 10)"
+    assert _status_label(Status(kind="rate_limit", label="rate_limited")) == "Rate limited; waiting"
+    assert _status_label(Status(kind="permission_denied", label="x" * 300)) == "x" * 120

@@ -54,6 +54,8 @@ _OPEN_TIMEOUT = 30.0
 #: agent's line rate.  The first text of a burst, and anything but text, go out at once.
 FRAME_INTERVAL = 1 / 20
 _CLOSE_TIMEOUT = 15.0
+# How long a message waits for the previous turn's task to notice its end.
+_IDLE_GRACE = 1.0
 
 
 def valid_thread_name(name: str) -> bool:
@@ -231,6 +233,7 @@ class _Live:
     closing: trio.Event = attrs.Factory(trio.Event)
     closed: trio.Event = attrs.Factory(trio.Event)
     busy: bool = False
+    idle: trio.Event = attrs.Factory(trio.Event)
     last_prompt: str = ""
     db_sink: Any = None
 
@@ -340,8 +343,13 @@ class ChatManager:
             raise AgentrtError("prompt_too_long", f"messages are limited to {MAX_PROMPT} characters")
         live = await self.open(name)
         if live.busy:
+            # The page may have shown the terminal a moment before the turn's task saw it.
+            with trio.move_on_after(_IDLE_GRACE):
+                await live.idle.wait()
+        if live.busy:
             raise AgentrtError("turn_in_progress", "the previous turn has not ended")
         live.busy = True
+        live.idle = trio.Event()
         live.last_prompt = text
         started = trio.Event()
         self._nursery.start_soon(self._turn, live, text, started)
@@ -422,10 +430,12 @@ class ChatManager:
                 raise AgentrtError("session_exited", "the thread is closed")
             stream = conv.send(text)
             first = True
-            async for _event in stream:
+            async for event in stream:
                 if first:
                     started.set()
                     first = False
+                if isinstance(event, (TurnCompleted, TurnFailed)):
+                    self._idle(live)  # the next message may go now; saving the thread can trail
             if conv.session_id:
                 await self.store.save_thread(ThreadRecord(
                     name=live.name, dialect=self.launch.protocol, executable=self.launch.executable,
@@ -436,8 +446,13 @@ class ChatManager:
                 {"k": "failed", "turn": None, "html": "", "usage": None, "duration": None,
                  "code": exc.code, "message": exc.detail[:500]}]}))
         finally:
-            live.busy = False
+            self._idle(live)
             started.set()
+
+    @staticmethod
+    def _idle(live: _Live) -> None:
+        live.busy = False
+        live.idle.set()
 
     async def _close(self, live: _Live) -> None:
         live.closing.set()

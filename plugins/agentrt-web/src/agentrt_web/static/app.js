@@ -113,6 +113,16 @@
 
     function ensureTurn() { return current || newTurn(lastPrompt); }
 
+    // A new thread is listed under its name until its first message gives it a title.
+    function retitle(promptText) {
+      const title = document.querySelector("#thread-list li.current .title");
+      const first = (promptText || "").trim().split("\n")[0].trim();
+      if (title && title.textContent === thread && first) {
+        title.textContent = first.length > 60 ? first.slice(0, 59) + "…" : first;
+        title.closest("li").dataset.title = first.toLowerCase();
+      }
+    }
+
     function meta(node, m) {
       const parts = [];
       if (m.usage && m.usage.input_tokens !== undefined) {
@@ -161,6 +171,7 @@
           if (!current || current.dataset.turn) newTurn(m.prompt);
           current.dataset.turn = String(m.turn);
           busy(true);
+          retitle(m.prompt);
           break;
         case "text": {
           const stream = ensureTurn().querySelector(".stream");
