@@ -59,6 +59,10 @@ def test_auth_wall_when_not_on_loopback(tmp_path: Path, agent: Path, server_fact
         assert page.status_code == 200 and WEB_TOKEN not in page.text
         fresh = csrf_of(page.text)
         assert c.post("/api/threads", headers={"x-csrf-token": fresh}).status_code == 201
+        # Guessing is throttled: after 5 failures a minute, even the right token waits.
+        for _ in range(4):
+            assert c.post("/login", data={"csrf": fresh, "token": "guess-guess"}).status_code == 401
+        assert c.post("/login", data={"csrf": fresh, "token": WEB_TOKEN}).status_code == 429
     # A bearer header works without a cookie (scripts), a wrong one does not.
     with httpx.Client(base_url=url, timeout=10) as c:
         assert c.get("/api/threads", headers={"authorization": f"Bearer {WEB_TOKEN}"}).status_code == 200
@@ -223,3 +227,18 @@ async def test_bot_timeline_is_paged(tmp_path: Path, agent: Path, server_factory
         assert c.get("/api/bots").json()["bots"][0]["desired_state"] == "reissue_qr"
         assert c.post("/bots/b1/explode", headers=h).json()["error"]["code"] == "unknown_action"
         assert c.post("/bots/nosuch/start", headers=h).json()["error"]["code"] == "unknown_bot"
+
+
+def test_bad_configuration_exits_2_with_its_code(tmp_path: Path, agent: Path) -> None:
+    cases = [
+        ({"AWP_AGENT_CLI_EXECUTABLE": ""}, b"cli_executable_not_found"),
+        ({"AGENTRT_WEB_TOKEN": "short"}, b"web_token_too_short"),
+    ]
+    for extra, code in cases:
+        env = base_env(tmp_path, agent, **extra)
+        if not extra.get("AWP_AGENT_CLI_EXECUTABLE", "x"):
+            del env["AWP_AGENT_CLI_EXECUTABLE"]
+        out = subprocess.run([sys.executable, "-m", "agentrt", "web", "--port", "0"], env=env,
+                             capture_output=True, timeout=30)
+        assert out.returncode == 2 and code in out.stderr, out.stderr
+        assert b"short" not in out.stderr.replace(b"too_short", b"")  # the value is never echoed

@@ -40,6 +40,9 @@ __all__ = ["WebState", "build_app"]
 
 _HERE = Path(__file__).parent
 _TIMELINE_PAGE = 50
+#: Failed logins allowed per client address and window (a token cannot be guessed online).
+LOGIN_ATTEMPTS = 5
+LOGIN_WINDOW = 60.0
 
 _STATUS = {
     "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
@@ -58,6 +61,33 @@ class WebState:
     sessions: Sessions
     token: str | None
     started: float = attrs.Factory(time.time)
+    logins: LoginThrottle = attrs.Factory(lambda: LoginThrottle())
+
+
+class LoginThrottle:
+    """At most :data:`LOGIN_ATTEMPTS` failed logins per client address per :data:`LOGIN_WINDOW` seconds."""
+
+    def __init__(self) -> None:
+        self._failures: dict[str, list[float]] = {}
+
+    def _recent(self, client: str) -> list[float]:
+        now = time.monotonic()
+        kept = [t for t in self._failures.get(client, []) if now - t < LOGIN_WINDOW]
+        if kept:
+            self._failures[client] = kept
+        else:
+            self._failures.pop(client, None)
+        return kept
+
+    def allowed(self, client: str) -> bool:
+        """Whether ``client`` may try again now."""
+        return len(self._recent(client)) < LOGIN_ATTEMPTS
+
+    def failed(self, client: str) -> None:
+        """Count one failed attempt (the table is bounded: the oldest clients go first)."""
+        self._failures.setdefault(client, []).append(time.monotonic())
+        while len(self._failures) > 10_000:
+            del self._failures[next(iter(self._failures))]
 
 
 def _error(exc: AgentrtError) -> JSONResponse:
@@ -177,7 +207,12 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         security: SecurityMiddleware = request.state.security
         nxt = _next(str(form.get("next", "/")))
         candidate = str(form.get("token", ""))
+        client = request.client.host if request.client is not None else ""
+        if not state.logins.allowed(client):
+            return await page("login.html", ctx(
+                request, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
         if state.token is None or not security.check_token(candidate):
+            state.logins.failed(client)
             return await page("login.html", ctx(
                 request, error="That token is not right.", next=nxt), status_code=401)
         old = request.state.session

@@ -261,6 +261,7 @@ class ChatManager:
         self.term_grace = term_grace
         self._live: dict[str, _Live] = {}
         self._opening: dict[str, trio.Lock] = {}
+        self._titles: dict[str, str] = {}
 
     # -- queries -------------------------------------------------------
     def live(self, name: str) -> _Live | None:
@@ -287,8 +288,15 @@ class ChatManager:
         return out
 
     async def _title(self, name: str) -> str:
+        # A title never changes once the first turn exists: remember it (one query per thread, once).
+        cached = self._titles.get(name)
+        if cached is not None:
+            return cached
         turns = await self.turns(name, limit=1)
-        return title_of(turns[0]["prompt"] if turns else None, name)
+        if not turns:
+            return name
+        title = self._titles[name] = title_of(turns[0]["prompt"], name)
+        return title
 
     async def turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The thread's stored turns, oldest first."""
@@ -333,6 +341,7 @@ class ChatManager:
         if deleter is None:
             raise AgentrtError("thread_delete_unsupported", "the thread store cannot delete threads")
         ok: bool = await deleter(name)
+        self._titles.pop(name, None)
         return ok
 
     async def send(self, name: str, text: str) -> None:
