@@ -6,6 +6,9 @@ use the stores, or sync managed skills yourself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ._config import BotsConfig as BotsConfig
 from ._config import config_path as config_path
 from ._config import load_config as load_config
@@ -28,6 +31,7 @@ from ._skills import sync_managed_skills as sync_managed_skills
 from ._store import JsonFileBotStore as JsonFileBotStore
 from ._store import MemoryBotStore as MemoryBotStore
 from ._store import TimelineSink as TimelineSink
+from ._supervisor import DESIRED_STATES as DESIRED_STATES
 from ._supervisor import INVALID_OUTPUT_MESSAGE as INVALID_OUTPUT_MESSAGE
 from ._supervisor import STATES as STATES
 from ._supervisor import Resolver as Resolver
@@ -41,5 +45,12 @@ __all__ = [
     "resolve_binary", "EVENT_TYPES", "is_utc_timestamp", "normalize_qr_url", "validate_line",
     "SyncResult", "default_bundle_dir", "sync_managed_skills", "JsonFileBotStore", "MemoryBotStore",
     "TimelineSink", "INVALID_OUTPUT_MESSAGE", "STATES", "Resolver", "Supervisor", "SupervisorConfig",
-    "open_supervisor",
+    "open_supervisor", "open_store", "DESIRED_STATES",
 ]  # fmt: skip
+
+
+def open_store(cfg: BotsConfig, env: Mapping[str, str]) -> tuple[Any, str]:
+    """The bot store the configuration names (a plugin's, else the JSON file store), and its kind."""
+    from ._cli import open_store as _open_store  # the command module: imported only when used
+
+    return _open_store(cfg, env)

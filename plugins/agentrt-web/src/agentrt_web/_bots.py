@@ -46,7 +46,7 @@ _REISSUE_WAIT = 15.0
 
 def qr_url_of(rec: BotRecord) -> str | None:
     """The bot's login URL if it is waiting for a QR scan and the URL passes the validator."""
-    from agentrt_fastagent._schema import normalize_qr_url
+    from agentrt_fastagent.api import normalize_qr_url
 
     if rec.status != "waiting_for_qr":
         return None
@@ -117,8 +117,7 @@ class BotManager:
     async def start(self) -> None:
         """Load the bots configuration and start the supervisor (or the store poll only)."""
         try:
-            from agentrt_fastagent._cli import open_store
-            from agentrt_fastagent._config import load_config
+            from agentrt_fastagent.api import load_config, open_store
         except ImportError:
             self._stopped.set()
             return
@@ -144,8 +143,7 @@ class BotManager:
 
     async def _run_supervisor(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         from agentrt._plugins import get_plugins
-        from agentrt_fastagent._store import JsonFileBotStore, TimelineSink
-        from agentrt_fastagent._supervisor import open_supervisor
+        from agentrt_fastagent.api import JsonFileBotStore, TimelineSink, open_supervisor
 
         cfg = self.config
         for name in cfg.bots:  # bots declared in the file exist in the store
@@ -239,13 +237,13 @@ class BotManager:
 
     async def _reissue(self, rec: BotRecord) -> None:
         """Stop the bot, forget its weixin login, start it again: FastAgent then issues a fresh QR."""
-        from agentrt_fastagent import _supervisor
+        from agentrt_fastagent.api import DESIRED_STATES
 
         sup = self.supervisor
         if sup is not None and hasattr(sup, "request_qr_reissue"):
             await sup.request_qr_reissue(rec.bot_id)
             return
-        if sup is None and "reissue_qr" in getattr(_supervisor, "DESIRED_STATES", ()):
+        if sup is None and "reissue_qr" in DESIRED_STATES:
             # The supervisor elsewhere reads this one-shot request from the shared store.
             await self.store.save_bot(attrs.evolve(rec, desired_state="reissue_qr"))
             return
