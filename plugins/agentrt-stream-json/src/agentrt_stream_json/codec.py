@@ -262,22 +262,8 @@ class StreamJsonHostCodec(AwpHostCodec):
         ev = obj.get("event")
         if type(ev) is not dict:
             return (RawEvent(name="stream_event", raw=obj),)
-        # The hot path (most lines are text deltas), inlined: it has a budget of
-        # about a microsecond per line.
-        if ev.get("type") == "content_block_delta":
-            delta = ev.get("delta")
-            index = ev.get("index")
-            if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
-                text = delta.get("text")
-                if type(text) is str and text:
-                    msg = obj.get("api_message_id") or self._message_id
-                    blocks = self._text_blocks if msg == self._text_msg else self._text_message(msg)
-                    parts = blocks.get(index)
-                    if parts is None:
-                        blocks[index] = [text]
-                    else:
-                        parts.append(text)
-                    return (_text_delta(text, index, obj),)
+        # Text deltas one object at a time take the general path; the per-chunk
+        # hot path (decode_batch) inlines them.
         return self._raw_event(obj, ev)
 
     def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
