@@ -20,6 +20,7 @@ __all__ = [
     "ProcessSpec",
     "Conversation",
     "open_conversation",
+    "tune_gc",
 ]
 
 # The heavier names are imported on first use, so `import agentrt` (and with it
@@ -31,11 +32,13 @@ _LAZY = {
     "ProcessSpec": "agentrt._process",
     "Conversation": "agentrt._conversation",
     "open_conversation": "agentrt._conversation",
+    "tune_gc": "agentrt._gc",
 }
 
 if TYPE_CHECKING:
     from ._conversation import Conversation as Conversation
     from ._conversation import open_conversation as open_conversation
+    from ._gc import tune_gc as tune_gc
     from ._launch import LaunchSpec as LaunchSpec
     from ._plugins import Plugins as Plugins
     from ._plugins import get_plugins as get_plugins

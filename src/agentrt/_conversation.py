@@ -251,7 +251,9 @@ class TurnStream:
 
     async def result(self) -> TurnCompleted | TurnFailed:
         """Consume the rest of the turn and return its terminal event."""
-        async for _ in self:
+        # A received chunk at a time: draining event by event costs a
+        # coroutine step per event for nothing.
+        async for _ in self.batches():
             pass
         assert self.terminal is not None
         return self.terminal

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Any
 
@@ -77,4 +78,9 @@ def _load_plugin_commands() -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``agentrt`` console script."""
     _load_plugin_commands()
+    if os.environ.get("AGENTRT_GC", "").strip().lower() != "default":
+        # This process streams agent output for its whole life: see tune_gc.
+        from ._gc import tune_gc
+
+        tune_gc()
     return cli.main(args=argv, prog_name="agentrt")

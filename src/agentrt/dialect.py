@@ -17,12 +17,12 @@ cap, malformed lines) is not the codec's business: it receives parsed JSON.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 import attrs
 
-from .events import Event
+from .events import Event, TextDelta
 
 __all__ = [
     "TextBlock",
@@ -37,6 +37,7 @@ __all__ = [
     "AgentCodec",
     "Dialect",
     "content_text",
+    "make_text_delta",
 ]
 
 
@@ -175,3 +176,47 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def agent_codec(self) -> AgentCodec:
         """A fresh agent-side codec."""
+
+
+def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
+    # attrs' frozen ``__init__`` sets each slot through ``object.__setattr__``;
+    # filling the slots through their descriptors halves the cost of the one
+    # object built per delta line.  Used only when the class is exactly what it
+    # relies on (slots ``raw``/``text``/``index``, no validator or converter)
+    # and the result equals a normally built event; else the normal constructor.
+    def normal(text: str, index: int, raw: Any) -> TextDelta:
+        return TextDelta(text=text, index=index, raw=raw)
+
+    try:
+        fields = attrs.fields(TextDelta)
+        if [f.name for f in fields] != ["raw", "text", "index"] or any(
+            f.validator is not None or f.converter is not None for f in fields
+        ):
+            return normal
+        new = object.__new__
+        set_text = TextDelta.__dict__["text"].__set__
+        set_index = TextDelta.__dict__["index"].__set__
+        set_raw = Event.__dict__["raw"].__set__
+
+        def fast(text: str, index: int, raw: Any) -> TextDelta:
+            ev = new(TextDelta)
+            set_text(ev, text)
+            set_index(ev, index)
+            set_raw(ev, raw)
+            return ev
+
+        probe_raw: dict[str, Any] = {}
+        probe = fast("p", 3, probe_raw)
+        if probe == normal("p", 3, None) and probe.raw is probe_raw and repr(probe) == repr(normal("p", 3, None)):
+            return fast
+    except (AttributeError, KeyError, TypeError):
+        pass
+    return normal
+
+
+make_text_delta: Callable[[str, int, Any], TextDelta] = _text_delta_maker()
+"""``make_text_delta(text, index, raw)``: the same event as ``TextDelta(text=..., index=..., raw=...)``, cheaper.
+
+For a dialect's hot path (one call per text-delta line): it fills the frozen
+event's slots directly, about half the cost of the attrs constructor.
+"""

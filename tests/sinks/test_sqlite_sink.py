@@ -1,3 +1,5 @@
+import json
+import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -231,3 +233,40 @@ async def test_two_sinks_share_one_file_and_removing_a_live_thread_is_harmless(t
     assert counts == {"conv-a": 1, "conv-b": 302}
     assert _rows(path, "SELECT reply FROM turns t JOIN conversations c ON t.conversation_id = c.id"
                        " WHERE c.id = 'conv-b'") == [("".join(f"{i} " for i in range(1, 301)),)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 255, 256, 257, 1000])
+@pytest.mark.parametrize("variable_limit", [None, 999, 20])
+def test_event_rows_keep_their_order_whatever_the_statement_sizes(
+    tmp_path: Path, count: int, variable_limit: int | None
+) -> None:
+    """Rows go in by multi-row INSERTs sized to the SQLite build's variable limit; order and content hold."""
+    import sqlite3
+
+    from agentrt_sqlite._recorder import _insert_rows, _insert_sql
+
+    db = sqlite3.connect(tmp_path / "rows.db", isolation_level=None)
+    db.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, source TEXT, seq INTEGER, mono REAL,"
+               " wall REAL, type TEXT, data TEXT)")
+    if variable_limit is not None:
+        db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, variable_limit)
+    flat: list[object] = []
+    expected = []
+    for i in range(count):
+        if i % 3 == 0:
+            flat.extend(("c", i, 1.0, 2.0, "text_delta", 1, f"t{i}", i % 4, None))
+            expected.append({"type": "text_delta", "text": f"t{i}", "index": i % 4})
+        elif i % 3 == 1:
+            flat.extend(("c", i, 1.0, 2.0, "tool_result", 2, f"r{i}", f"id{i}", "true"))
+            expected.append({"type": "tool_result", "tool_use_id": f"id{i}", "content": f"r{i}", "is_error": True})
+        else:
+            flat.extend(("c", i, 1.0, 2.0, "status", 0, json.dumps({"type": "status", "n": i}).encode(), None, None))
+            expected.append({"type": "status", "n": i})
+    _insert_rows(db, flat)
+    got = db.execute("SELECT seq, data FROM events ORDER BY id").fetchall()
+    assert [seq for seq, _ in got] == list(range(count))
+    assert [json.loads(data) for _, data in got] == expected
+    # The largest statement used stays within the limit (SQLite refuses it otherwise).
+    limit = variable_limit or db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    numbers = [int(n) for n in re.findall(r"\?(\d+)", _insert_sql(min(256, limit // 9)))]
+    assert max(numbers) <= limit

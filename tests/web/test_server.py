@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import segno
 import trio
 
 from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
-from agentrt_web._chat import WebSink
+from agentrt_web._chat import WebSink, frame_interval
 from agentrt_web._hub import RELOAD, REPLAY, SUBSCRIBER_BUFFER, Hub, sse_frame
 from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
 from agentrt_web._server import WebOptions, serve_web
@@ -134,6 +135,25 @@ async def test_projection_carries_labels_not_payloads() -> None:
     assert '"label":"Rate limited (resets at 5); waiting"' in body
     assert '"duration":2.25' in body and '"usage":{"input_tokens":3,"output_tokens":4}' in body
     assert sink.terminals == 1
+
+
+@pytest.mark.parametrize(("pages", "interval"), [(1, 1 / 20), (25, 1 / 20), (50, 1 / 10), (100, 1 / 5), (1000, 1 / 4)])
+async def test_text_frames_slow_down_as_pages_multiply(autojump_clock: Any, pages: int, interval: float) -> None:
+    assert frame_interval(pages) == pytest.approx(interval)
+    hub = Hub()
+    subs = [hub.subscribe("thread:t") for _ in range(pages)]
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        start = trio.current_time()
+        await sink.handle(batch(TextDelta(text="first")))  # the first text of a burst: at once
+        await sink.handle(batch(TextDelta(text="held")))  # then held for the next frame
+        first = await subs[0].receive.receive()
+        assert b'"text":"first"' in first and trio.current_time() == start
+        second = await subs[0].receive.receive()
+        assert b'"text":"held"' in second
+        assert trio.current_time() - start == pytest.approx(interval)
+        # Every page got both frames, the same bytes (encoded once).
+        assert pages == 1 or [subs[-1].receive.receive_nowait(), subs[-1].receive.receive_nowait()] == [first, second]
 
 
 def test_markdown_rendering_is_inert() -> None:

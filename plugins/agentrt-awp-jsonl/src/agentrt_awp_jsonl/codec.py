@@ -39,6 +39,7 @@ from agentrt.dialect import (
     Shutdown,
     TextBlock,
     Turn,
+    make_text_delta,
 )
 from agentrt.errors import AgentrtError
 from agentrt.events import (
@@ -215,6 +216,33 @@ class AwpHostCodec(HostCodec):
     def encode_shutdown(self) -> bytes | None:
         """``{"type":"shutdown"}``."""
         return SHUTDOWN_LINE
+
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
+
+        Same events as calling :meth:`decode` per object, without a call and a
+        tuple per text delta (most lines of a streaming reply).
+        """
+        out: list[Event] = []
+        append = out.append
+        decode = self.decode
+        make = make_text_delta
+        for obj in objs:
+            # A non-object raises TypeError on a string key, a missing key
+            # KeyError: either way the line takes the general path.
+            try:
+                if obj["type"] == "content_block_delta":
+                    delta = obj["delta"]
+                    if delta["type"] == "text_delta":
+                        text = delta["text"]
+                        index = obj["index"]
+                        if type(text) is str and text and type(index) is int:
+                            append(make(text, index, obj))
+                            continue
+            except (KeyError, TypeError):
+                pass
+            out.extend(decode(obj))
+        return out
 
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one output object; never raises."""

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
 import orjson
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, make_text_delta
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -74,47 +73,6 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _UNSET = object()
 
 
-def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
-    """A TextDelta constructor for the hot path.
-
-    attrs' frozen ``__init__`` sets each slot through ``object.__setattr__``;
-    filling the slots through their descriptors halves the cost of the one
-    object built per delta line.  Used only when the class is exactly what it
-    relies on (slots ``raw``/``text``/``index``, no validator or converter) and
-    the result equals a normally built event; else the normal constructor.
-    """
-
-    def normal(text: str, index: int, raw: Any) -> TextDelta:
-        return TextDelta(text=text, index=index, raw=raw)
-
-    try:
-        fields = attrs.fields(TextDelta)
-        if [f.name for f in fields] != ["raw", "text", "index"] or any(
-            f.validator is not None or f.converter is not None for f in fields
-        ):
-            return normal
-        new = object.__new__
-        set_text = TextDelta.__dict__["text"].__set__
-        set_index = TextDelta.__dict__["index"].__set__
-        set_raw = Event.__dict__["raw"].__set__
-
-        def fast(text: str, index: int, raw: Any) -> TextDelta:
-            ev = new(TextDelta)
-            set_text(ev, text)
-            set_index(ev, index)
-            set_raw(ev, raw)
-            return ev
-
-        probe_raw: dict[str, Any] = {}
-        probe = fast("p", 3, probe_raw)
-        if probe == normal("p", 3, None) and probe.raw is probe_raw and repr(probe) == repr(normal("p", 3, None)):
-            return fast
-    except (AttributeError, KeyError, TypeError):
-        pass
-    return normal
-
-
-_text_delta = _text_delta_maker()
 _SUBTYPE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _SKIP_DETAIL = frozenset({"type", "subtype", "uuid", "session_id"})
 
@@ -277,26 +235,38 @@ class StreamJsonHostCodec(AwpHostCodec):
         out: list[Event] = []
         append = out.append
         decode = self.decode
-        make = _text_delta
+        make = make_text_delta
+        # The codec's streaming state, in locals for the loop (refreshed after
+        # every line the general path handles).
+        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
         for obj in objs:
-            if type(obj) is dict and obj.get("type") == "stream_event":
-                ev = obj.get("event")
-                if type(ev) is dict and ev.get("type") == "content_block_delta":
-                    delta = ev.get("delta")
-                    index = ev.get("index")
-                    if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
-                        text = delta.get("text")
-                        if type(text) is str and text:
-                            msg = obj.get("api_message_id") or self._message_id
-                            blocks = self._text_blocks if msg == self._text_msg else self._text_message(msg)
-                            parts = blocks.get(index)
-                            if parts is None:
-                                blocks[index] = [text]
-                            else:
-                                parts.append(text)
-                            append(make(text, index, obj))
-                            continue
+            # Subscripts, not .get: a JSON value that is not an object raises
+            # TypeError on a string key, a missing key KeyError, and either
+            # sends the line down the general path, as does any other shape.
+            try:
+                if obj["type"] == "stream_event":
+                    ev = obj["event"]
+                    if ev["type"] == "content_block_delta":
+                        delta = ev["delta"]
+                        if delta["type"] == "text_delta":
+                            text = delta["text"]
+                            index = ev["index"]
+                            if type(text) is str and text and type(index) is int:
+                                msg = obj.get("api_message_id") or message_id
+                                if msg != text_msg:
+                                    text_msg, blocks = msg, self._text_message(msg)
+                                parts = blocks.get(index)
+                                if parts is None:
+                                    blocks[index] = [text]
+                                else:
+                                    parts.append(text)
+                                append(make(text, index, obj))
+                                continue
+            except (KeyError, TypeError):
+                pass
             out.extend(decode(obj))
+            # The general path may have started a message or ended the turn.
+            message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
         return out
 
     def _text_message(self, msg: Any) -> dict[int, list[str]]:

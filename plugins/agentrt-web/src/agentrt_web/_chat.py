@@ -44,7 +44,7 @@ from agentrt.threads import ThreadRecord
 from ._hub import Hub, sse_frame
 from ._render import render_markdown, title_of
 
-__all__ = ["ChatManager", "WebSink", "LiveState", "valid_thread_name"]
+__all__ = ["ChatManager", "WebSink", "LiveState", "frame_interval", "valid_thread_name"]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_PROMPT = 100_000
@@ -53,6 +53,17 @@ _OPEN_TIMEOUT = 30.0
 #: text arriving meanwhile is held and sent as one, so pages cost the same whatever the
 #: agent's line rate.  The first text of a burst, and anything but text, go out at once.
 FRAME_INTERVAL = 1 / 20
+#: Text frames per second for all of a thread's pages together: with many pages open the
+#: interval grows (each frame is a write per page), up to :data:`MAX_FRAME_INTERVAL`.
+FRAME_BUDGET = 500
+MAX_FRAME_INTERVAL = 1 / 4
+
+
+def frame_interval(pages: int) -> float:
+    """Seconds between text frames for a thread that ``pages`` streams watch."""
+    return min(MAX_FRAME_INTERVAL, max(FRAME_INTERVAL, pages / FRAME_BUDGET))
+
+
 _CLOSE_TIMEOUT = 15.0
 # How long a message waits for the previous turn's task to notice its end.
 _IDLE_GRACE = 1.0
@@ -178,7 +189,7 @@ class WebSink:
             wall = self._held_wall
             self._held = []
         if any(m["k"] == "text" for m in out):
-            self._next_text_frame = now + FRAME_INTERVAL
+            self._next_text_frame = now + frame_interval(self.hub.subscribers(self.topic))
         # ``t`` is when the runtime decoded the (first) chunk: the page-latency benchmark reads it.
         self.hub.publish(self.topic, sse_frame({"t": wall, "m": out}))
 

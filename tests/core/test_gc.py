@@ -1,0 +1,67 @@
+"""tune_gc and the agentrt command's collector settings (each in a fresh interpreter: they are process-wide)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_PROBE = r"""
+import gc, json, sys
+before = gc.get_threshold()
+mode = sys.argv[1]
+if mode == "tune":
+    import agentrt
+    previous = agentrt.tune_gc()
+    again = agentrt.tune_gc(5)  # never lowers what is set
+elif mode == "cli":
+    from agentrt import cli
+    try:
+        cli.main(["plugins", "--json"])
+    except SystemExit:
+        pass
+    previous = again = None
+print(json.dumps({"before": before, "previous": previous, "again": again,
+                  "after": gc.get_threshold(), "frozen": gc.get_freeze_count()}))
+"""
+
+
+def _probe(mode: str, **env: str) -> dict[str, object]:
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, mode], capture_output=True, check=True, env={**base, **env}, timeout=60
+    )
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def test_tune_gc_freezes_and_raises_the_young_threshold() -> None:
+    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+
+    got = _probe("tune")
+    assert got["previous"] == got["before"]
+    after = got["after"]
+    assert isinstance(after, list) and after[0] == STREAMING_GEN0_THRESHOLD
+    assert after[1:] == got["before"][1:]  # type: ignore[index]
+    assert got["again"] == after  # the second call saw the first's settings and kept them
+    assert isinstance(got["frozen"], int) and got["frozen"] > 1000
+
+
+def test_tune_gc_refuses_a_nonsense_threshold() -> None:
+    from agentrt import tune_gc
+
+    with pytest.raises(ValueError):
+        tune_gc(0)
+
+
+def test_the_agentrt_command_tunes_the_collector_unless_told_not_to() -> None:
+    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+
+    tuned = _probe("cli")
+    assert tuned["after"][0] == STREAMING_GEN0_THRESHOLD  # type: ignore[index]
+    assert tuned["frozen"] > 1000  # type: ignore[operator]
+    default = _probe("cli", AGENTRT_GC="default")
+    assert default["after"] == default["before"]
+    assert default["frozen"] == 0
