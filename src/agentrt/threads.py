@@ -7,11 +7,15 @@ by a plugin (``agentrt_thread_store``); the database plugin is the built-in.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["ThreadRecord", "ThreadStore"]
+if TYPE_CHECKING:
+    from .events import Diagnostic
+
+__all__ = ["ThreadRecord", "ThreadStore", "ThreadSummary", "ThreadBrowser", "TURN_FIELDS"]
 
 
 @attrs.frozen(kw_only=True)
@@ -34,4 +38,64 @@ class ThreadStore(Protocol):
 
     async def save_thread(self, record: ThreadRecord) -> None:
         """Create or update a thread."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class ThreadSummary:
+    """One thread in a listing: its record, when it was created and last updated, how many turns it has."""
+
+    record: ThreadRecord
+    created_at: float
+    """Unix time."""
+    updated_at: float
+    """Unix time of the last change (a new session id, a renamed model)."""
+    turns: int
+
+
+#: The keys of each mapping :meth:`ThreadBrowser.thread_turns` returns.
+TURN_FIELDS = (
+    "conversation_id",
+    "turn",
+    "prompt",
+    "reply",
+    "outcome",
+    "code",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "started_at",
+    "duration",
+)
+
+
+@runtime_checkable
+class ThreadBrowser(Protocol):
+    """What a thread store may offer besides :class:`ThreadStore`: listing, history, deletion.
+
+    Optional: the terminal chat needs only :class:`ThreadStore`; the web UI lists
+    and deletes threads when the store is also a ``ThreadBrowser`` (checked with
+    ``isinstance``), and shows none otherwise.  The database plugin's store is one.
+    """
+
+    async def list_threads(self) -> Sequence[ThreadSummary]:
+        """Every thread, most recently updated first."""
+        ...
+
+    async def thread_turns(self, name: str, limit: int | None = None) -> Sequence[Mapping[str, Any]]:
+        """The thread's turns, oldest first (at most ``limit``), each with the keys :data:`TURN_FIELDS`.
+
+        ``outcome`` is ``"completed"``, ``"failed"`` or ``None`` (still running or cut
+        off); ``code`` the failure's code; token counts may be ``None``; ``started_at``
+        is Unix time and ``duration`` seconds.
+        """
+        ...
+
+    async def delete_thread(self, name: str) -> bool:
+        """Forget the thread and what was recorded of it; ``False`` if there was none."""
+        ...
+
+    async def check_thread(self, name: str) -> tuple[ThreadRecord | None, Diagnostic | None]:
+        """The thread (or ``None``) and, when its stored session id cannot be resumed, a diagnostic saying why."""
         ...

@@ -12,8 +12,10 @@ import pytest
 import segno
 import trio
 
+from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
-from agentrt_web._chat import WebSink, frame_interval
+from agentrt.threads import ThreadBrowser, ThreadRecord
+from agentrt_web._chat import ChatManager, WebSink, frame_interval
 from agentrt_web._hub import RELOAD, REPLAY, SUBSCRIBER_BUFFER, Hub, sse_frame
 from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
 from agentrt_web._server import WebOptions, serve_web
@@ -193,3 +195,41 @@ def test_status_labels() -> None:
     assert _status_label(retry) == "Retrying: API error 529, retrying (attempt 2 of 10)"
     assert _status_label(Status(kind="rate_limit", label="rate_limited")) == "Rate limited; waiting"
     assert _status_label(Status(kind="permission_denied", label="x" * 300)) == "x" * 120
+
+
+class _PlainStore:
+    """A thread store with only the ThreadStore methods (no listing, history or deletion)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, ThreadRecord] = {}
+
+    async def get_thread(self, name: str) -> ThreadRecord | None:
+        return self.records.get(name)
+
+    async def save_thread(self, record: ThreadRecord) -> None:
+        self.records[record.name] = record
+
+
+async def test_chat_uses_the_browsing_protocol_only_when_the_store_offers_it(tmp_path: Path) -> None:
+    from agentrt_sqlite._store import SqliteStore
+
+    sqlite_store = SqliteStore(tmp_path / "a.db")
+    assert isinstance(sqlite_store, ThreadBrowser)
+    assert not isinstance(_PlainStore(), ThreadBrowser)
+    plain = _PlainStore()
+    await plain.save_thread(ThreadRecord(name="t1", dialect="awp-jsonl", executable="/bin/true"))
+    async with trio.open_nursery() as nursery:
+        for store, listed in ((plain, []), (sqlite_store, ["t1"])):
+            if store is sqlite_store:
+                await store.save_thread(ThreadRecord(name="t1", dialect="awp-jsonl", executable="/bin/true"))
+            chats = ChatManager(nursery, plugins=None, env={}, hub=Hub(), store=store, launch=None)
+            assert [t["name"] for t in await chats.list_threads()] == listed
+            assert await chats.turns("t1") == []
+            if store is plain:
+                with pytest.raises(AgentrtError) as info:
+                    await chats.delete("t1")
+                assert info.value.code == "thread_delete_unsupported"
+            else:
+                assert await chats.delete("t1") is True
+                assert await chats.list_threads() == []
+    await sqlite_store.aclose()

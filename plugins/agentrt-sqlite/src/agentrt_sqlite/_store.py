@@ -20,7 +20,7 @@ import trio
 
 from agentrt.bots import BotRecord
 from agentrt.events import Diagnostic
-from agentrt.threads import ThreadRecord
+from agentrt.threads import ThreadRecord, ThreadSummary
 
 from ._schema import connect
 
@@ -38,18 +38,11 @@ _BOT_COLUMNS = (
 )
 
 
-@attrs.frozen(kw_only=True)
-class ThreadSummary:
-    """One line of ``agentrt threads list``."""
-
-    record: ThreadRecord
-    created_at: float
-    updated_at: float
-    turns: int
-
-
 class SqliteStore:
-    """:class:`agentrt.threads.ThreadStore` and :class:`agentrt.bots.BotStore` over SQLite."""
+    """:class:`agentrt.threads.ThreadStore`, :class:`~agentrt.threads.ThreadBrowser` and :class:`agentrt.bots.BotStore`.
+
+    Over one SQLite file.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -158,7 +151,7 @@ class SqliteStore:
         return await self._run(q)
 
     async def thread_turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
-        """The thread's turns, oldest first, as dicts (prompt, reply, outcome, code, usage, duration).
+        """The thread's turns, oldest first, as dicts with the keys :data:`agentrt.threads.TURN_FIELDS`.
 
         ``limit`` keeps only the first ones (a title needs one turn, not all).
         """

@@ -39,7 +39,7 @@ from agentrt.events import (
     TurnFailed,
     TurnStarted,
 )
-from agentrt.threads import ThreadRecord
+from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadStore
 
 from ._hub import Hub, sse_frame
 from ._render import render_markdown, title_of
@@ -259,7 +259,7 @@ class ChatManager:
         plugins: Any,
         env: Mapping[str, str],
         hub: Hub,
-        store: Any,
+        store: ThreadStore,
         launch: Any,
         term_grace: float | None = None,
     ) -> None:
@@ -268,6 +268,8 @@ class ChatManager:
         self.env = dict(env)
         self.hub = hub
         self.store = store
+        #: The store's listing, history and deletion, when it offers them.
+        self.browser: ThreadBrowser | None = store if isinstance(store, ThreadBrowser) else None
         self.launch = launch
         self.term_grace = term_grace
         self._live: dict[str, _Live] = {}
@@ -281,10 +283,9 @@ class ChatManager:
 
     async def list_threads(self, query: str = "") -> list[dict[str, Any]]:
         """Threads for the sidebar, most recent first, filtered by ``query`` (title or name)."""
-        lister = getattr(self.store, "list_threads", None)
-        if lister is None:
+        if self.browser is None:
             return []
-        rows = await lister()
+        rows = await self.browser.list_threads()
         out: list[dict[str, Any]] = []
         q = query.strip().lower()
         for row in rows[:500]:
@@ -311,11 +312,9 @@ class ChatManager:
 
     async def turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The thread's stored turns, oldest first."""
-        getter = getattr(self.store, "thread_turns", None)
-        if getter is None:
+        if self.browser is None:
             return []
-        rows: list[dict[str, Any]] = await getter(name)
-        return rows[:limit] if limit is not None else rows
+        return list(await self.browser.thread_turns(name, limit))
 
     async def settle(self, name: str) -> None:
         """Wait (bounded) until the database has every event of the thread handed over so far.
@@ -348,10 +347,9 @@ class ChatManager:
         live = self._live.get(name)
         if live is not None:
             await self._close(live)
-        deleter = getattr(self.store, "delete_thread", None)
-        if deleter is None:
+        if self.browser is None:
             raise AgentrtError("thread_delete_unsupported", "the thread store cannot delete threads")
-        ok: bool = await deleter(name)
+        ok = await self.browser.delete_thread(name)
         self._titles.pop(name, None)
         return ok
 
@@ -394,9 +392,8 @@ class ChatManager:
             live = self._live.get(name)
             if live is not None and live.conv is not None:
                 return live
-            check = getattr(self.store, "check_thread", None)
-            if check is not None:
-                record, _diag = await check(name)
+            if self.browser is not None:
+                record, _diag = await self.browser.check_thread(name)
             else:
                 record = await self.store.get_thread(name)
             if record is None:
