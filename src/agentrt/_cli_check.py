@@ -26,8 +26,8 @@ def check(protocol: str | None, model: str | None, as_json: bool, turn_timeout: 
 
     env = dict(os.environ)
     launch = build_launch(env, protocol, model)
-    plugins = get_plugins()
     try:
+        plugins = get_plugins()
         plugins.dialect(launch.protocol)
         clauses = trio.run(lambda: run_check(launch, plugins=plugins, parent_env=env, turn_timeout=turn_timeout))
     except AgentrtError as exc:

@@ -12,9 +12,14 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def plugins(as_json: bool) -> None:
     """List loaded plugins and the dialects, providers, tools and sinks they provide."""
+    from ._cli_run import fail
     from ._plugins import get_plugins
+    from .errors import AgentrtError
 
-    infos = get_plugins().info()
+    try:
+        infos = get_plugins().info()
+    except AgentrtError as exc:
+        fail(exc.code, exc.detail)
     if as_json:
         click.echo(json.dumps([attrs.asdict(i) for i in infos], indent=2))
         return

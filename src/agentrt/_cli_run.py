@@ -109,8 +109,8 @@ def run(
     launch = build_launch(env, protocol, model)
     if resume is not None and not is_valid_session_id(resume):
         fail("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
-    plugins = get_plugins()
     try:
+        plugins = get_plugins()
         dialect = plugins.dialect(launch.protocol)
     except AgentrtError as exc:
         fail(exc.code, exc.detail)

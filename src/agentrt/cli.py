@@ -77,7 +77,12 @@ def _load_plugin_commands() -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``agentrt`` console script."""
-    _load_plugin_commands()
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] not in _CORE:
+        # Plugins' subcommands are needed to find the command or list them; a core
+        # command loads plugins itself and reports a broken one in its own way
+        # (`agentrt agent` must answer with its protocol's startup line).
+        _load_plugin_commands()
     if os.environ.get("AGENTRT_GC", "").strip().lower() != "default":
         # This process streams agent output for its whole life: see tune_gc.
         from ._gc import tune_gc

@@ -192,3 +192,30 @@ def test_help_starts_fast_and_lists_commands() -> None:
     assert proc.returncode == 0
     for name in ("run", "check", "bridge", "agent", "plugins"):
         assert f"  {name}" in proc.stdout
+
+
+_BROKEN = {"AGENTRT_PLUGIN_MODULES": "agentrt_no_such_plugin_module"}
+
+
+def test_a_broken_plugin_gets_each_command_s_own_error() -> None:
+    # The group (help, a plugin's command): usage error, exit 2.
+    for args in (["--help"], ["threads", "list"]):
+        proc = run_cli(*args, env=_BROKEN)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "plugin_load_failed" in proc.stderr
+    # Core commands report it themselves.
+    for args in (["run", "--model", "m", "hi"], ["plugins"], ["check", "--model", "m"]):
+        proc = run_cli(*args, env={**_BROKEN, "AWP_AGENT_CLI_EXECUTABLE": "/bin/true"})
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "agentrt: error: plugin_load_failed" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    # The reference agent and the bridge answer in their protocol: a startup error line, exit 1.
+    for args in (["agent", "--model", "m"], ["bridge", "--to", "awp-jsonl", "--model", "m"]):
+        proc = subprocess.run(
+            [AGENTRT, *args],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"), **_BROKEN},
+            input="", capture_output=True, text=True, timeout=60,
+        )
+        assert proc.returncode == 1, (args, proc.stderr)
+        line = json.loads(proc.stdout.splitlines()[0])
+        assert line.get("result") == "plugin_load_failed", (args, line)
