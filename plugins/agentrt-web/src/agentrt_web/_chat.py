@@ -57,16 +57,14 @@ FRAME_INTERVAL = 1 / 20
 #: interval grows (each frame is a write per page), up to :data:`MAX_FRAME_INTERVAL`.
 FRAME_BUDGET = 500
 MAX_FRAME_INTERVAL = 1 / 4
+_CLOSE_TIMEOUT = 15.0
+# How long a message waits for the previous turn's task to notice its end.
+_IDLE_GRACE = 1.0
 
 
 def frame_interval(pages: int) -> float:
     """Seconds between text frames for a thread that ``pages`` streams watch."""
     return min(MAX_FRAME_INTERVAL, max(FRAME_INTERVAL, pages / FRAME_BUDGET))
-
-
-_CLOSE_TIMEOUT = 15.0
-# How long a message waits for the previous turn's task to notice its end.
-_IDLE_GRACE = 1.0
 
 
 def valid_thread_name(name: str) -> bool:
