@@ -19,6 +19,7 @@ Arguments (the AWP launch contract):
   --model M        model id (else AGENTRT_MODEL)
   --resume ID      continue the session ID (its history is in AGENTRT_STATE_DIR)
   --dialect NAME   wire dialect (default awp-jsonl)
+  --include-partial-messages   stream-json: print each delta as it comes
   --mcp-config P, --input-format F, --output-format F   accepted and ignored
   --print, --verbose                                    accepted and ignored
 

@@ -234,8 +234,12 @@ class TurnStream:
         if self._state is None:
             self._state = await self._conv._begin_turn(self._turn)
         if self._pos < len(self._buffer):
+            # What plain iteration had received but not returned yet; it may end the turn.
             rest = self._buffer[self._pos :]
             self._pos = len(self._buffer)
+            if isinstance(rest[-1], (TurnCompleted, TurnFailed)):
+                self.terminal = rest[-1]
+                self._done = True
             yield rest
         while not self._done:
             try:
@@ -344,9 +348,8 @@ class Conversation:
         if state is None or state.terminal is not None:
             return
         state.cancel_requested = True
-        encode_interrupt = getattr(self._codec, "encode_interrupt", None)
-        if encode_interrupt is not None and self._proc is not None:
-            line = encode_interrupt()
+        if self._proc is not None:
+            line = self._codec.encode_interrupt()
             if line:
                 try:
                     await self._proc.send(line)
@@ -531,6 +534,14 @@ class Conversation:
                     )
             elif cls is TurnCompleted or cls is TurnFailed:
                 if live and state is not None:
+                    if cls is TurnFailed and state.cancel_requested and ev.code != "turn_cancelled":  # type: ignore[attr-defined]
+                        # The agent ended the turn because it was interrupted: say so in one code.
+                        ev = TurnFailed(
+                            code="turn_cancelled",
+                            message=f"the turn was cancelled (the agent said {ev.code})",  # type: ignore[attr-defined]
+                            usage=ev.usage,  # type: ignore[attr-defined]
+                            raw=ev.raw,
+                        )
                     state.terminal = ev
                     state.ended.set()
                     live = False

@@ -31,6 +31,7 @@ __all__ = [
     "ContentBlock",
     "Turn",
     "Shutdown",
+    "Interrupt",
     "InputError",
     "AgentInput",
     "HostCodec",
@@ -85,6 +86,11 @@ class Shutdown:
 
 
 @attrs.frozen(kw_only=True)
+class Interrupt:
+    """The peer asked the agent to stop the turn it is running (the session goes on)."""
+
+
+@attrs.frozen(kw_only=True)
 class InputError:
     """An input line the agent must refuse, with a stable code."""
 
@@ -92,7 +98,7 @@ class InputError:
     detail: str = ""
 
 
-AgentInput = Union[Turn, Shutdown, InputError, None]
+AgentInput = Union[Turn, Shutdown, Interrupt, InputError, None]
 """What :meth:`AgentCodec.decode_input` returns; ``None`` means "ignore this line"."""
 
 
@@ -120,6 +126,14 @@ class HostCodec(abc.ABC):
         self, request: Any, response: Mapping[str, Any] | None, error: str | None
     ) -> bytes | None:
         """Answer a :class:`~agentrt.events.ControlRequest` (``None``: nothing to write)."""
+        return None
+
+    def encode_interrupt(self) -> bytes | None:
+        """The line asking the agent to stop the running turn, or ``None`` when the protocol has none.
+
+        :meth:`~agentrt.Conversation.cancel_turn` writes it and waits a few seconds
+        for the turn's terminal event before stopping the process instead.
+        """
         return None
 
     @abc.abstractmethod

@@ -315,3 +315,31 @@ async def test_batches_yield_the_turn_a_chunk_at_a_time(tmp_path: Path) -> None:
     # The same kinds of events as per-event iteration of an identical turn.
     kinds = [type(ev) for ev in flat if not isinstance(ev, SessionStarted)]
     assert kinds == [type(ev) for ev in per_event]
+
+
+async def test_result_after_a_partial_read_finds_a_terminal_read_with_it(tmp_path: Path) -> None:
+    # The whole turn in one write, so it arrives in one read: iterating stops at the
+    # first delta with the terminal event already buffered, and result() must find it
+    # there (draining by batches), not wait for more.
+    spec = script_agent(
+        tmp_path,
+        """
+        for msg in lines():
+            out = [
+                {"type": "system", "subtype": "init", "session_id": "one-read", "model": "m"},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "b"}},
+                {"type": "result", "subtype": "success", "is_error": False, "session_id": "one-read", "result": "ab"},
+            ]
+            sys.stdout.write("".join(json.dumps(o) + "\\n" for o in out)); sys.stdout.flush()
+        """,
+    )
+    async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
+        for _ in range(3):
+            stream = conv.send("go")
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    break
+            with trio.fail_after(10):
+                terminal = await stream.result()
+            assert isinstance(terminal, TurnCompleted) and terminal.result == "ab"

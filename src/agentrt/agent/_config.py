@@ -57,12 +57,15 @@ class AgentArgs:
     model: str = ""
     resume: str = ""
     dialect: str = DEFAULT_DIALECT
+    partial: bool = False
+    """``--include-partial-messages``: stream-json prints each delta as it comes."""
 
 
 def parse_args(argv: Sequence[str]) -> AgentArgs:
     """Parse argv; an unknown argument is ``unsupported_argument:<arg>``."""
     model = resume = ""
     dialect = DEFAULT_DIALECT
+    partial = False
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -73,6 +76,8 @@ def parse_args(argv: Sequence[str]) -> AgentArgs:
             resume, i = js_trim(value), i + 2
         elif arg == "--dialect":
             dialect, i = js_trim(value) or DEFAULT_DIALECT, i + 2
+        elif arg == "--include-partial-messages":
+            partial, i = True, i + 1
         elif arg in _IGNORED_WITH_VALUE:
             i += 2  # consumed with its value: MCP is not supported, formats are fixed
         elif arg in _IGNORED_FLAGS:
@@ -85,7 +90,7 @@ def parse_args(argv: Sequence[str]) -> AgentArgs:
             if not _CODE.fullmatch(code):
                 code = "unsupported_argument"
             raise AgentrtError(code, "see `agentrt agent --help`")
-    return AgentArgs(model=model, resume=resume, dialect=dialect)
+    return AgentArgs(model=model, resume=resume, dialect=dialect, partial=partial)
 
 
 def resolve_model(args: AgentArgs, env: Mapping[str, str]) -> str:

@@ -7,9 +7,13 @@ session → system prompt); the first failure prints exactly one
 line and the process exits 1.  After that nothing is printed until the first
 valid user turn, which opens with the dialect's init event.
 
-Turns are strictly sequential: the next input line is read only when the
-current turn has printed its result.  ``{"type":"shutdown"}``, end of input
-and SIGTERM all end the process cleanly with status 0.
+Turns are strictly sequential: a line read while a turn runs waits until the
+turn has printed its result, so what is printed, and in which order, is what
+a loop reading one line per turn would print.  Input is read meanwhile only so
+that control traffic is answered at once: a stream-json ``interrupt`` ends the
+running turn with ``turn_interrupted`` (its partial reply is kept in the
+session).  ``{"type":"shutdown"}``, end of input and SIGTERM all end the
+process cleanly with status 0.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from typing import Any
 import orjson
 import trio
 
+from .._exceptions import collapse_single_group
 from .._framing import encode_line
-from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Shutdown, TextBlock, Turn
+from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Interrupt, Shutdown, TextBlock, Turn
 from ..errors import AgentrtError
 from ..events import Event, SessionStarted, TextDelta, ToolUse, TurnCompleted, TurnFailed
 from ..provider import Provider, ToolCall
@@ -37,6 +42,8 @@ __all__ = ["serve", "startup_error_line", "DOCUMENT_FALLBACK"]
 
 DOCUMENT_FALLBACK = "[A document attachment was supplied but this reference adapter does not decode PDFs.]"
 _CLOSE_TIMEOUT = 5.0
+#: Input lines read ahead while a turn runs (beyond this, reading waits for the turn).
+_READ_AHEAD = 256
 
 
 def startup_error_line(code: str) -> bytes:
@@ -54,34 +61,60 @@ def _log(message: str) -> None:
 
 
 class _Printer:
-    """Encodes events through the dialect and writes them, one write per batch.
+    """Encodes events through the dialect and hands the lines to one writer task.
 
     A batch is what one event produces (the first delta of a block comes with
-    the dialect's block-start line, in the same write).
+    the dialect's block-start line, in the same write).  Only :meth:`run_writer`
+    writes, whole batches at a time: a turn cancelled by an interrupt can never
+    leave half a line on stdout, and control responses printed from the input
+    reader slot in between whole batches.
     """
 
     def __init__(self, codec: AgentCodec, sink: ByteSink) -> None:
         self._codec = codec
         self._sink = sink
         self._pending: list[bytes] = []
+        self._send, self._receive = trio.open_memory_channel[bytes](8)
+        #: The text printed in the current turn (what an interrupt keeps).
+        self.turn_text: list[str] = []
+        #: Whether the current turn's result is printed (or queued to be).
+        self.turn_ended = False
+
+    def start_turn(self) -> None:
+        """A new turn begins: forget the last one's text and result."""
+        self.turn_text = []
+        self.turn_ended = False
 
     def _add(self, event: Event) -> None:
+        if isinstance(event, (TurnCompleted, TurnFailed)):
+            self.turn_ended = True
         for obj in self._codec.encode(event):
             self._pending.append(encode_line(obj))
+
+    async def run_writer(self) -> None:
+        """Write batches in order until :meth:`close`."""
+        async with self._receive:
+            async for data in self._receive:
+                await self._sink.send_all(data)
+
+    def close(self) -> None:
+        """No more batches: the writer ends once it has written what it has."""
+        self._send.close()
 
     async def flush(self) -> None:
         if self._pending:
             data = b"".join(self._pending)
+            # Cleared only once handed over: a cancelled send loses nothing.
+            await self._send.send(data)
             self._pending.clear()
-            await self._sink.send_all(data)
 
     async def drain(self) -> None:
         """Write what the dialect owes the host outside any event (stream-json control responses)."""
         drain_output = getattr(self._codec, "drain_output", None)
         if drain_output is not None:
-            for obj in drain_output():
-                self._pending.append(encode_line(obj))
-            await self.flush()
+            lines = [encode_line(obj) for obj in drain_output()]
+            if lines:
+                await self._send.send(b"".join(lines))
 
     async def emit(self, *events: Event) -> None:
         for event in events:
@@ -90,6 +123,7 @@ class _Printer:
 
     # -- TurnOutput ------------------------------------------------------
     async def text(self, text: str) -> None:
+        self.turn_text.append(text)
         self._add(TextDelta(text=text, index=0))
         await self.flush()
 
@@ -119,7 +153,7 @@ def _user_content(turn: Turn) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _decode_line(codec: AgentCodec, line: bytes | Oversized) -> Turn | Shutdown | None:
+def _decode_line(codec: AgentCodec, line: bytes | Oversized) -> Turn | Shutdown | Interrupt | None:
     """Decode one input line; ``AgentrtError`` with the per-turn code on bad input."""
     if isinstance(line, Oversized):
         raise AgentrtError("input_message_oversize", "an input line exceeds 32 MiB")
@@ -157,6 +191,7 @@ class Agent:
 
     async def handle(self, printer: _Printer, turn: Turn) -> None:
         """Run one accepted turn and print its result (success or error)."""
+        printer.start_turn()
         user = {"role": "user", "content": _user_content(turn)}
         if not self._initialized:
             self._initialized = True
@@ -188,12 +223,33 @@ class Agent:
             out=printer,
             time_limit=self.settings.timeout,
         )
-        history = [*self.session.messages, user, {"role": "assistant", "content": result.text}]
-        updated = _history.SessionState(session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :])
         # Saved before the result is printed: a host that saw the result can resume it.
-        await trio.to_thread.run_sync(_history.save_session, self.settings.state_dir, updated)
-        self.session = updated
+        await self._save([user, {"role": "assistant", "content": result.text}])
+        # No checkpoint between the save and this: once saved, the result is queued.
         await printer.emit(TurnCompleted(session_id=self.session.session_id, usage=result.usage, result=result.text))
+
+    async def interrupted(self, printer: _Printer, turn: Turn) -> None:
+        """Print the end of a turn an interrupt cancelled (and keep what it said in the session)."""
+        if printer.turn_ended:
+            # The turn had ended on its own: its result is queued, only the write was cut short.
+            await printer.flush()
+            return
+        try:
+            user: dict[str, Any] | None = {"role": "user", "content": _user_content(turn)}
+        except AgentrtError:
+            user = None  # refused before it started: nothing to keep
+        if user is not None:
+            partial = "".join(printer.turn_text)
+            await self._save([user, {"role": "assistant", "content": partial}] if partial else [user])
+        await printer.emit(TurnFailed(code="turn_interrupted", message="the turn was interrupted"))
+
+    async def _save(self, messages: list[dict[str, Any]]) -> None:
+        history = [*self.session.messages, *messages]
+        updated = _history.SessionState(session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :])
+        # Shielded: a session half written by a cancelled turn would be worse than a late interrupt.
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(_history.save_session, self.settings.state_dir, updated)
+        self.session = updated
 
 
 async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> Agent:
@@ -203,6 +259,8 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
 
         plugins = get_plugins()
     codec = plugins.dialect(args.dialect).agent_codec()
+    if args.partial and hasattr(codec, "partial"):
+        codec.partial = True  # the stream-json codec's `--include-partial-messages` mode
     model = _config.resolve_model(args, env)
     provider_name = _config.js_trim(env.get("AGENTRT_PROVIDER", "")) or _config.DEFAULT_PROVIDER
     factory = plugins.providers().get(provider_name)
@@ -238,24 +296,55 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
 
 
 async def _serve_lines(agent: Agent, source: ByteSource, printer: _Printer) -> None:
-    async for line in read_lines(source):
-        try:
-            decoded = _decode_line(agent.codec, line)
-            # Turns run one at a time in this loop, so a control request (e.g. the
-            # SDK's `initialize`) is answered as soon as its line is read.
-            await printer.drain()
-            if decoded is None:
-                continue
-            if isinstance(decoded, Shutdown):
-                return
-            await agent.handle(printer, decoded)
-        except AgentrtError as exc:
-            await printer.failed(public_code(exc))
-        except trio.BrokenResourceError:
-            raise
-        except Exception as exc:  # a bug must cost one turn, not the session
-            _log(f"turn failed: {type(exc).__name__}")
-            await printer.failed("agent_internal_error")
+    send, receive = trio.open_memory_channel[Any](_READ_AHEAD)
+    running: list[trio.CancelScope] = []  # the scope of the turn being run, if any
+
+    async def read() -> None:
+        async with send:
+            async for line in read_lines(source):
+                try:
+                    decoded: Any = _decode_line(agent.codec, line)
+                except AgentrtError as exc:
+                    decoded = exc  # refused in its turn, after the one running
+                # Control requests (the SDK's `initialize`, an `interrupt`) are
+                # answered as soon as their line is read, even mid-turn.
+                await printer.drain()
+                if decoded is None:
+                    continue
+                if isinstance(decoded, Interrupt):
+                    for scope in running:
+                        scope.cancel()
+                    continue
+                await send.send(decoded)
+                if isinstance(decoded, Shutdown):
+                    return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        async with receive:
+            async for item in receive:
+                if isinstance(item, Shutdown):
+                    break
+                if isinstance(item, AgentrtError):
+                    await printer.failed(public_code(item))
+                    continue
+                with trio.CancelScope() as scope:
+                    running.append(scope)
+                    try:
+                        await agent.handle(printer, item)
+                    except AgentrtError as exc:
+                        await printer.failed(public_code(exc))
+                    except trio.BrokenResourceError:
+                        raise
+                    except Exception as exc:  # a bug must cost one turn, not the session
+                        _log(f"turn failed: {type(exc).__name__}")
+                        await printer.failed("agent_internal_error")
+                    finally:
+                        running.clear()
+                if scope.cancelled_caught:
+                    await agent.interrupted(printer, item)
+        # Shutdown or end of input: stop reading (shutdown means read no further).
+        nursery.cancel_scope.cancel()
 
 
 async def serve(
@@ -295,7 +384,13 @@ async def serve(
 
                 nursery.start_soon(watch)
                 try:
-                    await _serve_lines(agent, source, printer)
+                    with collapse_single_group():
+                        async with trio.open_nursery() as io:
+                            io.start_soon(printer.run_writer)
+                            try:
+                                await _serve_lines(agent, source, printer)
+                            finally:
+                                printer.close()  # the writer finishes what it holds, then ends
                 except trio.BrokenResourceError:
                     _log("output closed; exiting")
                 nursery.cancel_scope.cancel()

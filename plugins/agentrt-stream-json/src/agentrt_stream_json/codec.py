@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect, make_text_delta
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, Interrupt, make_text_delta
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -131,6 +131,15 @@ class StreamJsonHostCodec(AwpHostCodec):
         )
 
     # -- control requests -------------------------------------------------
+    def encode_interrupt(self) -> bytes:
+        """The SDK's interrupt: a ``control_request`` the CLI acknowledges, then ends the turn.
+
+        The real CLI ends it with an ``error_during_execution`` result (sometimes
+        without a ``result`` key); the conversation reports ``turn_cancelled``.
+        """
+        line = {"type": "control_request", "request_id": f"req_{uuid.uuid4().hex}", "request": {"subtype": "interrupt"}}
+        return orjson.dumps(line) + b"\n"
+
     def encode_control_response(
         self, request: Any, response: Mapping[str, Any] | None, error: str | None
     ) -> bytes | None:
@@ -525,7 +534,7 @@ class StreamJsonAgentCodec(AgentCodec):
 
     # -- input ---------------------------------------------------------------
     def decode_input(self, obj: Any) -> AgentInput:
-        """A Turn / Shutdown / InputError, or ``None`` for control traffic."""
+        """A Turn / Shutdown / InputError, an Interrupt (the SDK's ``interrupt``), else ``None`` (control traffic)."""
         if isinstance(obj, Mapping):
             kind = obj.get("type")
             if kind == "control_response":
@@ -535,6 +544,13 @@ class StreamJsonAgentCodec(AgentCodec):
                 return None
             if kind == "control_request":
                 self._answer(obj)
+                request = obj.get("request")
+                if (
+                    isinstance(request, Mapping)
+                    and request.get("subtype") == "interrupt"
+                    and isinstance(obj.get("request_id"), str)
+                ):
+                    return Interrupt()
                 return None
             if kind == "control_cancel_request":
                 return None
