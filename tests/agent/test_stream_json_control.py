@@ -102,7 +102,9 @@ async def test_cancel_turn_interrupts_a_stream_json_agent_in_place(tmp_path: Pat
     async with serve_replay([_stuck_round("partial "), ReplayResponse.sse(text_round("after"))]) as server:
         env = agent_env(tmp_path, server.url)
         launch = LaunchSpec(
-            executable=AGENTRT_SCRIPT, prefix_args=("agent", "--dialect", "stream-json", "--include-partial-messages"), protocol="stream-json",
+            executable=AGENTRT_SCRIPT,
+            prefix_args=("agent", "--dialect", "stream-json", "--include-partial-messages"),
+            protocol="stream-json",
             env_entries=env,
         )
         async with open_conversation(launch, parent_env={"PATH": os.environ["PATH"]}) as conv:
