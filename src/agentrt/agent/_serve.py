@@ -27,7 +27,6 @@ from typing import Any
 import orjson
 import trio
 
-from .._exceptions import collapse_single_group
 from .._framing import encode_line
 from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Interrupt, Shutdown, TextBlock, Turn
 from ..errors import AgentrtError
@@ -61,23 +60,25 @@ def _log(message: str) -> None:
 
 
 class _Printer:
-    """Encodes events through the dialect and hands the lines to one writer task.
+    """Encodes events through the dialect and writes them, one write per batch.
 
     A batch is what one event produces (the first delta of a block comes with
-    the dialect's block-start line, in the same write).  Only :meth:`run_writer`
-    writes, whole batches at a time: a turn cancelled by an interrupt can never
-    leave half a line on stdout, and control responses printed from the input
-    reader slot in between whole batches.
+    the dialect's block-start line, in the same write).  A write is shielded
+    from the turn's cancellation, so an interrupt can never leave half a line
+    on stdout; only :meth:`abort` (SIGTERM) cuts a write short.  The sink's
+    lock keeps batches whole when the input reader prints a control response.
     """
 
     def __init__(self, codec: AgentCodec, sink: ByteSink) -> None:
         self._codec = codec
         self._sink = sink
         self._pending: list[bytes] = []
-        self._send, self._receive = trio.open_memory_channel[bytes](8)
+        self._writing: trio.CancelScope | None = None
+        #: Whether :meth:`abort` was called.
+        self.aborted = False
         #: The text printed in the current turn (what an interrupt keeps).
         self.turn_text: list[str] = []
-        #: Whether the current turn's result is printed (or queued to be).
+        #: Whether the current turn's result is printed (or being written).
         self.turn_ended = False
 
     def start_turn(self) -> None:
@@ -85,28 +86,35 @@ class _Printer:
         self.turn_text = []
         self.turn_ended = False
 
+    def abort(self) -> None:
+        """End the write in progress, and refuse later ones (the process is stopping)."""
+        self.aborted = True
+        if self._writing is not None:
+            self._writing.cancel()
+
+    async def _write(self, data: bytes) -> None:
+        if self.aborted:
+            raise trio.BrokenResourceError("the agent is stopping")
+        with trio.CancelScope(shield=True) as scope:
+            self._writing = scope
+            try:
+                await self._sink.send_all(data)
+            finally:
+                self._writing = None
+        if scope.cancelled_caught:
+            raise trio.BrokenResourceError("the agent is stopping")
+
     def _add(self, event: Event) -> None:
         if isinstance(event, (TurnCompleted, TurnFailed)):
             self.turn_ended = True
         for obj in self._codec.encode(event):
             self._pending.append(encode_line(obj))
 
-    async def run_writer(self) -> None:
-        """Write batches in order until :meth:`close`."""
-        async with self._receive:
-            async for data in self._receive:
-                await self._sink.send_all(data)
-
-    def close(self) -> None:
-        """No more batches: the writer ends once it has written what it has."""
-        self._send.close()
-
     async def flush(self) -> None:
         if self._pending:
             data = b"".join(self._pending)
-            # Cleared only once handed over: a cancelled send loses nothing.
-            await self._send.send(data)
             self._pending.clear()
+            await self._write(data)
 
     async def drain(self) -> None:
         """Write what the dialect owes the host outside any event (stream-json control responses)."""
@@ -114,7 +122,7 @@ class _Printer:
         if drain_output is not None:
             lines = [encode_line(obj) for obj in drain_output()]
             if lines:
-                await self._send.send(b"".join(lines))
+                await self._write(b"".join(lines))
 
     async def emit(self, *events: Event) -> None:
         for event in events:
@@ -379,20 +387,18 @@ async def serve(
                         # SIGTERM is ordinary termination: exit 0.  Ctrl-C keeps its
                         # conventional 130 so scripts can tell the two apart.
                         status = 130 if signum == signal.SIGINT else 0
+                        printer.abort()  # a write blocked on a full stdout must not hold the exit
                         nursery.cancel_scope.cancel()
                         return
 
                 nursery.start_soon(watch)
                 try:
-                    with collapse_single_group():
-                        async with trio.open_nursery() as io:
-                            io.start_soon(printer.run_writer)
-                            try:
-                                await _serve_lines(agent, source, printer)
-                            finally:
-                                printer.close()  # the writer finishes what it holds, then ends
-                except trio.BrokenResourceError:
-                    _log("output closed; exiting")
+                    await _serve_lines(agent, source, printer)
+                except* trio.BrokenResourceError:
+                    # The host closed our stdout (or a signal cut a write short): nothing
+                    # more can be said, so end quietly.
+                    if not printer.aborted:
+                        _log("output closed; exiting")
                 nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
