@@ -184,8 +184,8 @@ async def _run(work: Path) -> dict[str, Any]:
         "lines_per_s_no_clients": round(base_rate),
         "lines_per_s_with_clients": round(loaded_rate),
         # The median loaded turn over the median unloaded turn.  Single turns vary by up to 2.5x
-        # either way (the database sink's writer sets the pace, and a WAL checkpoint lands in
-        # some turn or other), which the medians absorb and per-round ratios amplify.
+        # either way (the database sink's writer sets the pace, and its pace varies from turn to
+        # turn, WAL checkpoints or not), which the medians absorb and per-round ratios amplify.
         "ratio_with_clients": round(loaded_rate / base_rate, 3),
         # Per round, the loaded turn over the unloaded turn just before it.
         "ratio_per_round_median": round(statistics.median(ratios), 3),
