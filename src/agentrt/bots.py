@@ -9,12 +9,12 @@ event, with the bot id as the batch ``source``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["BotRecord", "BotStore"]
+__all__ = ["BotRecord", "BotStore", "AtomicBotStore"]
 
 
 @attrs.frozen(kw_only=True)
@@ -60,4 +60,24 @@ class BotStore(Protocol):
         self, bot_id: str, *, offset: int = 0, limit: int = 100
     ) -> Sequence[Mapping[str, Any]]:
         """The bot's applied lifecycle events, oldest first, paged."""
+        ...
+
+
+@runtime_checkable
+class AtomicBotStore(Protocol):
+    """A bot store that can change a record atomically (the supervisor and the CLI both write records).
+
+    Optional: without it the writers read, change and save, re-reading just
+    before the save, which narrows the race without closing it.  Both built-in
+    stores (the FastAgent JSON files, the database) have it.
+    """
+
+    async def update_bot(
+        self, bot_id: str, change: Callable[[BotRecord], BotRecord]
+    ) -> tuple[BotRecord, BotRecord] | None:
+        """Apply ``change`` to the stored record atomically: ``(old, new)``, or ``None`` if there is none.
+
+        ``change`` must be quick and pure (it may run in another thread, with a lock
+        held); returning the record it was given unchanged writes nothing.
+        """
         ...

@@ -257,3 +257,53 @@ async def test_store_failure_under_one_bot_spares_the_others(tmp_path: Path, rec
         assert recorder.kinds("flaky").count("process_started") == 2
         assert recorder.kinds("steady").count("process_started") == 1
     assert "No space left on device" in capfd.readouterr().err
+
+
+_INCREMENTS = r"""
+import sys, attrs, trio
+from agentrt_sqlite._store import SqliteStore
+async def main():
+    store = SqliteStore(__import__("pathlib").Path(sys.argv[1]))
+    for _ in range(int(sys.argv[2])):
+        await store.update_bot("b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
+    await store.aclose()
+trio.run(main)
+"""
+
+
+async def test_database_store_atomic_update_across_processes(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    import attrs
+
+    from agentrt.bots import AtomicBotStore
+    from agentrt_sqlite._store import SqliteStore
+
+    path = tmp_path / "bots.db"
+    store = SqliteStore(path)
+    assert isinstance(store, AtomicBotStore) and isinstance(JsonFileBotStore(tmp_path / "j"), AtomicBotStore)
+    assert not isinstance(MemoryBotStore(), AtomicBotStore)
+    assert await store.update_bot("nope", lambda r: r) is None
+    await store.save_bot(BotRecord(bot_id="b", status="running", updated_at=1.0))
+    old, new = await store.update_bot("b", lambda r: attrs.evolve(r, status="stopping"))
+    assert old.status == "running" and new.status == "stopping" and new.updated_at and new.updated_at > 1.0
+    same_old, same_new = await store.update_bot("b", lambda r: r)  # unchanged: nothing written
+    assert same_new is same_old and same_old.updated_at == new.updated_at
+    # Another process increments while this one does: no update is lost (each read-modify-write
+    # holds the database's write lock from its read to its write).
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: trio.run_process([sys.executable, "-c", _INCREMENTS, str(path), "300"], env=env)
+            )
+            # Start once the other process is incrementing, so the two really overlap
+            # (a bounded poll on state another process owns).
+            while (got := await store.get_bot("b")) is None or got.restart_count == 0:
+                await trio.sleep(0.005)
+            for _ in range(300):
+                await store.update_bot("b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
+    final = await store.get_bot("b")
+    assert final is not None and final.restart_count == 600
+    await store.aclose()

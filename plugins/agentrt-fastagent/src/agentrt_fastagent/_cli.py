@@ -19,7 +19,7 @@ import attrs
 import click
 import trio
 
-from agentrt.bots import BotRecord
+from agentrt.bots import AtomicBotStore, BotRecord
 from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch, Lifecycle, StateChanged, to_json
 
@@ -148,9 +148,8 @@ def _desired(name: str, change: Callable[[BotRecord], BotRecord], verb: str) -> 
             await store.save_bot(BotRecord(bot_id=name))
         elif rec is None:
             raise AgentrtError("unknown_bot", f"no bot named {name!r} (add it with `agentrt bots add`)")
-        atomic = getattr(store, "update_bot", None)
-        if atomic is not None:  # the JSON store: atomic against a running supervisor
-            await atomic(name, change)
+        if isinstance(store, AtomicBotStore):  # atomic against a running supervisor
+            await store.update_bot(name, change)
         else:
             await store.save_bot(change(await _known(store, name)))
         click.echo(f"{name}: {verb} (a running `agentrt bots supervise` applies it)")

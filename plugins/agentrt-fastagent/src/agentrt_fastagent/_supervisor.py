@@ -38,7 +38,7 @@ import trio
 from agentrt._exceptions import collapse_single_group
 from agentrt._framing import JsonlReader, Malformed, OutputOversize
 from agentrt._process import AgentProcess, ProcessSpec, open_process
-from agentrt.bots import BotRecord, BotStore
+from agentrt.bots import AtomicBotStore, BotRecord, BotStore
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     Diagnostic,
@@ -240,9 +240,8 @@ class Supervisor:
         Once saved, ``events`` and the resulting state change (if any) go out in one batch.
         """
         async with self._lock(bot_id):
-            atomic = getattr(self.store, "update_bot", None)
-            if atomic is not None:
-                pair: tuple[BotRecord, BotRecord] | None = await atomic(bot_id, change)
+            if isinstance(self.store, AtomicBotStore):
+                pair = await self.store.update_bot(bot_id, change)
                 if pair is None:
                     raise AgentrtError("unknown_bot", f"no bot named {bot_id!r}")
                 rec, new = pair

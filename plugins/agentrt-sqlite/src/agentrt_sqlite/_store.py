@@ -38,6 +38,19 @@ _BOT_COLUMNS = (
 )
 
 
+_SAVE_BOT = (
+    f"INSERT OR REPLACE INTO bots ({', '.join(_BOT_COLUMNS)}) VALUES ({', '.join('?' * len(_BOT_COLUMNS))})"
+)
+
+
+def _bot_params(record: BotRecord) -> tuple[Any, ...]:
+    values = attrs.asdict(record)
+    values["config"] = orjson.dumps(dict(record.config), default=str).decode()
+    if values["updated_at"] is None:
+        values["updated_at"] = time.time()
+    return tuple(values[c] for c in _BOT_COLUMNS)
+
+
 class SqliteStore:
     """:class:`agentrt.threads.ThreadStore`, :class:`~agentrt.threads.ThreadBrowser` and :class:`agentrt.bots.BotStore`.
 
@@ -208,20 +221,43 @@ class SqliteStore:
 
     async def save_bot(self, record: BotRecord) -> None:
         """Create or replace the bot's record (``updated_at`` defaults to now)."""
-        values = attrs.asdict(record)
-        values["config"] = orjson.dumps(dict(record.config), default=str).decode()
-        if values["updated_at"] is None:
-            values["updated_at"] = time.time()
-        params = tuple(values[c] for c in _BOT_COLUMNS)
+        params = _bot_params(record)
 
         def q(db: sqlite3.Connection) -> None:
-            db.execute(
-                f"INSERT OR REPLACE INTO bots ({', '.join(_BOT_COLUMNS)})"
-                f" VALUES ({', '.join('?' * len(_BOT_COLUMNS))})",
-                params,
-            )
+            db.execute(_SAVE_BOT, params)
 
         await self._run(q)
+
+    async def update_bot(
+        self, bot_id: str, change: Callable[[BotRecord], BotRecord]
+    ) -> tuple[BotRecord, BotRecord] | None:
+        """Atomic read-modify-write in one transaction: ``(old, new)``, or ``None`` if unknown.
+
+        ``change`` runs in the database thread with the write lock held: it must be
+        quick and pure.  A changed record gets ``updated_at`` now.
+        """
+
+        def q(db: sqlite3.Connection) -> tuple[BotRecord, BotRecord] | None:
+            # IMMEDIATE takes the write lock before the read: no other process can
+            # write the row between this read and this write.
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots WHERE bot_id = ?", (bot_id,)).fetchone()
+                if row is None:
+                    db.execute("ROLLBACK")
+                    return None
+                old = _bot(row)
+                new = change(old)
+                if new is not old:
+                    new = attrs.evolve(new, updated_at=time.time())
+                    db.execute(_SAVE_BOT, _bot_params(new))
+                db.execute("COMMIT")
+                return old, new
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+        return await self._run(q)
 
     async def list_bots(self) -> Sequence[BotRecord]:
         """Every bot, ordered by id."""
