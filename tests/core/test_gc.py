@@ -65,3 +65,20 @@ def test_the_agentrt_command_tunes_the_collector_unless_told_not_to() -> None:
     default = _probe("cli", AGENTRT_GC="default")
     assert default["after"] == default["before"]
     assert default["frozen"] == 0
+
+
+def test_the_embedding_guide_snippet_runs_as_written() -> None:
+    """The docs' tune_gc example, executed as written (in a fresh interpreter: it is process-wide)."""
+    import re
+    from pathlib import Path
+
+    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "embedding.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", guide, re.DOTALL) if "tune_gc" in b]
+    assert len(blocks) == 1
+    probe = blocks[0] + "\nimport gc, json\nprint(json.dumps({'previous': previous, 'now': gc.get_threshold()}))\n"
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, env=base, timeout=60)
+    got = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert got["now"][0] == STREAMING_GEN0_THRESHOLD and got["previous"][0] != STREAMING_GEN0_THRESHOLD
