@@ -210,3 +210,25 @@ async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, cont
         assert info.value.code == "control_plane_http_500"
     finally:
         store.core.close()
+
+
+async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, control_plane: Any) -> None:
+    url = await control_plane(store, maintenance_interval=0.05, retention_seconds=0.2)
+    async with client(url) as c:
+        task = (await c.post("/v1/tasks", json={"task_type": "command", "payload": {}})).json()
+        await c.post("/v1/agent/register", json={"agent_id": "w"})
+        [claimed] = (await c.get("/v1/agent/tasks/pending", params={"slots": 1, "agent_id": "w"})).json()["tasks"]
+        result = {"attempt_id": claimed["attempt_id"], "status": "success", "output": {}, "logs": "", "duration_s": 0}
+        assert (await c.post(f"/v1/agent/tasks/{task['id']}/result", json=result)).status_code == 200
+        with trio.fail_after(5):  # wait for the condition, bounded
+            while (await c.get(f"/v1/tasks/{task['id']}")).status_code != 404:
+                await trio.sleep(0.05)
+
+
+def test_retention_setting_from_env() -> None:
+    assert ControlPlaneSettings.from_env({}, api_key=None).retention_seconds == 0  # kept forever by default
+    week = ControlPlaneSettings.from_env({"AGENTRT_TASK_RETENTION_SECONDS": "604800"}, api_key=None)
+    assert week.retention_seconds == 604800
+    with pytest.raises(AgentrtError) as info:
+        ControlPlaneSettings.from_env({"AGENTRT_TASK_RETENTION_SECONDS": "-5"}, api_key=None)
+    assert info.value.code == "invalid_control_plane_setting"

@@ -219,3 +219,33 @@ async def test_redis_publishes_status_changes(make_store: Any, redis_url: str) -
         {"type": "task.status", "payload": {"task_id": row.id, "status": "running"}},
         {"type": "task.status", "payload": {"task_id": row.id, "status": "success"}},
     ]
+
+
+async def test_purge_forgets_finished_tasks_past_retention_only(store: Any) -> None:
+    keyed, _ = await store.submit("command", {"n": 1}, "key-1")
+    plain, _ = await store.submit("command", {"n": 2}, None)
+    running, _ = await store.submit("command", {"n": 3}, None)
+    pending, _ = await store.submit("command", {"n": 4}, None)
+    await store.register_agent("w", "w")
+    claimed = {r.id: r for r in await store.claim("w", 3, LEASE, 3, 90)}
+    await store.complete(keyed.id, claimed[keyed.id].attempt_id, "success", {"output": {}}, None)
+    await store.complete(plain.id, claimed[plain.id].attempt_id, "failed", {"output": {}}, "tail")
+    assert await store.purge(3600) == 0  # finished just now: kept
+    assert await store.purge(-1.0) == 2  # a retention in the past: every finished task goes
+    assert await store.get(keyed.id) is None and await store.get(plain.id) is None
+    assert (await store.get(running.id)).status == "running" and (await store.get(pending.id)).status == "pending"
+    assert sorted(r.id for r in await store.list_tasks(None, 10)) == sorted([running.id, pending.id])
+    assert await store.list_tasks("success", 10) == [] and await store.list_tasks("failed", 10) == []
+    # The key went with its task: the same key now makes a new task.
+    again, created = await store.submit("command", {"n": 1}, "key-1")
+    assert created and again.id != keyed.id
+
+
+async def test_purge_is_bounded_per_call(store: Any) -> None:
+    await store.register_agent("w", "w")
+    for _ in range(5):
+        await store.submit("command", {}, None)
+    for task in await store.claim("w", 5, LEASE, 3, 90):
+        await store.complete(task.id, task.attempt_id, "success", {"output": {}}, None)
+    assert [await store.purge(-1.0, 2) for _ in range(4)] == [2, 2, 1, 0]
+    assert await store.list_tasks(None, 10) == []

@@ -142,6 +142,31 @@ return {0, redis.call('HGETALL', k)}
 )
 
 
+# Finished tasks are in st:success / st:failed by creation sequence, not by finish time: look at the
+# oldest `limit` of each and forget those finished before the cutoff (a long task finished late is
+# kept for its own full retention, and only delays, never blocks, the ones behind it).
+_PURGE = r"""
+local p = KEYS[1]
+local cutoff, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = 0
+for _, st in ipairs({'success', 'failed'}) do
+  local ids = redis.call('ZRANGE', p .. 'st:' .. st, 0, limit - 1)
+  for _, id in ipairs(ids) do
+    if n >= limit then return n end
+    local k = p .. 'task:' .. id
+    local row = redis.call('HMGET', k, 'updated_at', 'tenant', 'idempotency_key')
+    if row[1] and tonumber(row[1]) < cutoff then
+      if row[3] and row[3] ~= '' then redis.call('HDEL', p .. 'idem', row[2] .. '\0' .. row[3]) end
+      redis.call('DEL', k)
+      redis.call('ZREM', p .. 'st:' .. st, id)
+      redis.call('ZREM', p .. 'all', id)
+      n = n + 1
+    end
+  end
+end
+return n
+"""
+
 def _pairs(flat: list[Any]) -> dict[str, Any]:
     it = iter(flat)
     return {(k.decode() if isinstance(k, bytes) else k): v for k, v in zip(it, it)}
@@ -164,6 +189,7 @@ class RedisCore:
         self._reap_script = self._redis.register_script(_REAP)
         self._renew = self._redis.register_script(_RENEW)
         self._complete = self._redis.register_script(_COMPLETE)
+        self._purge = self._redis.register_script(_PURGE)
         self._redis.ping()
 
     def _call(self, script: Any, *args: Any) -> Any:
@@ -256,6 +282,10 @@ class RedisCore:
             self._complete, task_id, attempt_id, status, canonical_json(result), error or "", _text(now)
         )
         return row_from_mapping(_pairs(flat)), bool(duplicate)
+
+    def purge(self, finished_before: float, limit: int) -> int:
+        """See :class:`StoreCore`."""
+        return int(self._call(self._purge, _text(finished_before), str(int(limit))))
 
     def reap(self, now: float, max_retries: int) -> int:
         """See :class:`StoreCore`."""

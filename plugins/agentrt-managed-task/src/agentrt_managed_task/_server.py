@@ -50,6 +50,9 @@ RESULT_STATUSES = frozenset({"success", "failed", "error", "cancelled"})
 TASK_STATUSES = frozenset({"pending", "running", "success", "failed", "error", "cancelled"})
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _AGENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Retention: at most this many finished tasks forgotten per batch, and batches per maintenance pass.
+_PURGE_BATCH = 500
+_PURGE_BATCHES = 20
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +64,8 @@ class ControlPlaneSettings:
     max_retries: int = 3
     agent_stale_seconds: float = 90.0
     maintenance_interval: float = 5.0
+    retention_seconds: float = 0.0
+    """Finished tasks older than this are forgotten by the maintenance loop; 0 keeps them forever."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, api_key: str | None) -> ControlPlaneSettings:
@@ -84,6 +89,7 @@ class ControlPlaneSettings:
             max_retries=int(number("AWP_TASK_MAX_RETRIES", 3, 0, 100)),
             agent_stale_seconds=number("AWP_AGENT_STALE_SECONDS", 90.0, 1, 86400),
             maintenance_interval=number("AWP_MAINTENANCE_INTERVAL_SECONDS", 5.0, 0.05, 3600),
+            retention_seconds=number("AGENTRT_TASK_RETENTION_SECONDS", 0.0, 0, 10 * 365 * 86400),
         )
 
 
@@ -356,7 +362,8 @@ async def serve_control_plane(
 
     With ``certfile``/``keyfile`` (PEM) the API is served over https.
 
-    The maintenance loop (lease reaping every ``maintenance_interval``) runs in the same nursery.
+    The maintenance loop (lease reaping every ``maintenance_interval``, and forgetting finished
+    tasks past ``retention_seconds`` when set) runs in the same nursery.
     """
     from hypercorn.config import Config
     from hypercorn.trio import serve
@@ -379,6 +386,11 @@ async def serve_control_plane(
             await trio.sleep(settings.maintenance_interval)
             try:
                 await store.reap(settings.max_retries)
+                if settings.retention_seconds > 0:
+                    # A bounded amount per pass, so a large backlog never stalls the loop.
+                    for _ in range(_PURGE_BATCHES):
+                        if await store.purge(settings.retention_seconds, _PURGE_BATCH) < _PURGE_BATCH:
+                            break
             except Exception as exc:  # storage down: keep serving (requests get 500) and retry later
                 log.error("lease maintenance failed: %s", type(exc).__name__)
 

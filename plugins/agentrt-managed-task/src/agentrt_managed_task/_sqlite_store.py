@@ -156,6 +156,16 @@ class SqliteCore:
                 )
         return len(expired)
 
+    def purge(self, finished_before: float, limit: int) -> int:
+        """See :class:`StoreCore`."""
+        with self._write() as db:
+            cur = db.execute(
+                "DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE status IN ('success', 'failed')"
+                " AND updated_at < ? ORDER BY seq LIMIT ?)",
+                (finished_before, int(limit)),
+            )
+            return int(cur.rowcount)
+
     def reap(self, now: float, max_retries: int) -> int:
         """See :class:`StoreCore`."""
         with self._write() as db:

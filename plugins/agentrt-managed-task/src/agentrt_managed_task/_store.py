@@ -146,6 +146,14 @@ class StoreCore(Protocol):
         """Requeue (or fail, past the retry limit) every running task whose lease expired."""
         ...
 
+    def purge(self, finished_before: float, limit: int) -> int:
+        """Forget up to ``limit`` finished tasks (``success`` or ``failed``) last updated before ``finished_before``.
+
+        Returns how many.  A forgotten task's idempotency key goes with it: a
+        later submission with that key is a new task.
+        """
+        ...
+
     def close(self) -> None:
         """Release connections."""
         ...
@@ -200,6 +208,10 @@ class ThreadedStore:
     async def reap(self, max_retries: int) -> int:
         """See :meth:`StoreCore.reap`."""
         return await self._run(self.core.reap, time.time(), max_retries)
+
+    async def purge(self, retention_seconds: float, limit: int = 500) -> int:
+        """Forget up to ``limit`` tasks finished over ``retention_seconds`` ago (:meth:`StoreCore.purge`)."""
+        return await self._run(self.core.purge, time.time() - retention_seconds, limit)
 
     async def aclose(self) -> None:
         """Close the core's connections (in a thread: closing may flush)."""
