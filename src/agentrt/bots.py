@@ -35,6 +35,8 @@ class BotRecord:
     account_id: str | None = None
     config: Mapping[str, Any] = attrs.field(factory=dict)
     updated_at: float | None = None
+    model: str | None = None
+    """The model of the LLM profile the bot was last started with: a snapshot, kept when the profile changes."""
 
 
 class BotStore(Protocol):

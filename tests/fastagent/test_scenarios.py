@@ -9,7 +9,7 @@ import trio
 
 from agentrt.events import Diagnostic, ProcessExited
 
-from .conftest import WAIT, make_binary
+from .conftest import PROFILE, WAIT, make_binary
 
 
 async def test_happy_then_graceful_stop(tmp_path: Path, sup_factory, store, recorder) -> None:
@@ -21,12 +21,14 @@ async def test_happy_then_graceful_stop(tmp_path: Path, sup_factory, store, reco
         pid = sup.live_pid("b1")
         rec = await store.get_bot("b1")
         assert rec.status == "running" and rec.pid == pid and rec.account_id == "wx_acc_1"
+        assert rec.model == PROFILE.model  # the start's model snapshot
         assert rec.last_qr_code_url.startswith("https://liteapp.weixin.qq.com/q/")
         assert rec.last_qr_code_id == "qr_1"
         await sup.request_stop("b1")
         await recorder.wait_state("b1", "stopped")
     rec = await store.get_bot("b1")
     assert rec.status == "stopped" and rec.pid is None and rec.restart_count == 0
+    assert rec.model == PROFILE.model  # kept once stopped
     assert recorder.states("b1") == ["starting", "waiting_for_qr", "running", "stopping", "stopped"]
     assert recorder.kinds("b1") == [
         "process_started", "qr_code", "login_confirmed", "running", "stopping", "stopped",

@@ -63,3 +63,29 @@ def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     with pytest.raises(AgentrtError) as info:
         connect(path)
     assert info.value.code == "database_unavailable"
+
+
+def test_upgrade_from_version_2_keeps_bots_and_adds_the_model_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    old = connect(path, target=2)
+    old.execute("INSERT INTO bots (bot_id, desired_state, status, config) VALUES ('b1', 'running', 'stopped', '{}')")
+    old.close()
+    db = connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 3
+        assert db.execute("SELECT bot_id, desired_state, model FROM bots").fetchall() == [("b1", "running", None)]
+    finally:
+        db.close()
+
+
+async def test_the_bot_store_keeps_the_model_snapshot(tmp_path: Path) -> None:
+    from agentrt.bots import BotRecord
+    from agentrt_sqlite._store import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.db")
+    try:
+        await store.save_bot(BotRecord(bot_id="b", model="gpt-x"))
+        got = await store.get_bot("b")
+        assert got is not None and got.model == "gpt-x"
+    finally:
+        await store.aclose()

@@ -204,7 +204,7 @@ async def test_bot_timeline_is_paged(tmp_path: Path, agent: Path, server_factory
     from .conftest import write_bots
 
     store = SqliteStore(tmp_path / "agentrt.db")
-    await store.save_bot(BotRecord(bot_id="b1", config={"sandbox_api_key": "sk-sandbox-secret-xyz"}))
+    await store.save_bot(BotRecord(bot_id="b1", config={"sandbox_api_key": "sk-sandbox-secret-xyz"}, model="gpt-snap"))
     for i in range(120):
         await store.append_timeline("b1", {"type": "runtime_error", "message": f"event number {i:03d}"})
     await store.aclose()
@@ -212,6 +212,8 @@ async def test_bot_timeline_is_paged(tmp_path: Path, agent: Path, server_factory
     srv = server_factory(env, "--no-bots")
     with httpx.Client(base_url=srv.url, timeout=10) as c:
         first = c.get("/bots/b1").text
+        assert '<dd id="bot-model">gpt-snap</dd>' in first  # the start's model snapshot
+        assert c.get("/api/bots").json()["bots"][0]["model"] == "gpt-snap"
         assert "event number 000" in first and "event number 049" in first and "event number 050" not in first
         assert 'href="/bots/b1?offset=50"' in first and "Earlier" not in first
         last = c.get("/bots/b1?offset=100").text

@@ -424,6 +424,9 @@ class Supervisor:
             )
             await self._mark_failed(bot_id, code, f"{message} ({exc.detail})")
             return None, None
+        model = profile.model
+        # The model this start runs with, as the record's snapshot (the profile may change later).
+        await self._update(bot_id, lambda r: r if r.model == model else attrs.evolve(r, model=model))
         return spec, paths
 
     async def _mark_failed(self, bot_id: str, code: str, message: str) -> None:

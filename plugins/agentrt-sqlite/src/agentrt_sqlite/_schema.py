@@ -137,8 +137,13 @@ def _v2(db: _Tx) -> None:
     )
 
 
+def _v3(db: _Tx) -> None:
+    # The model snapshot a bot was last started with (BotRecord.model).
+    db.execute("ALTER TABLE bots ADD COLUMN model TEXT")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -34,7 +34,7 @@ SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 _BOT_COLUMNS = (
     "bot_id", "desired_state", "status", "pid", "process_started_at", "restart_count",
     "backoff_until", "last_error_code", "last_error_message", "last_qr_code_url",
-    "last_qr_code_id", "account_id", "config", "updated_at",
+    "last_qr_code_id", "account_id", "config", "updated_at", "model",
 )
 
 

@@ -73,6 +73,7 @@ def public_bot(rec: BotRecord) -> dict[str, Any]:
         "qr_code_id": rec.last_qr_code_id if has_qr else None,
         "has_qr": has_qr,
         "account_id": rec.account_id,
+        "model": rec.model,
         "updated_at": rec.updated_at,
         "badge": STATE_CLASSES.get(rec.status, "off"),
     }
