@@ -29,8 +29,13 @@ print(json.dumps({"before": before, "previous": previous, "again": again,
 """
 
 
+def _allowlisted_env() -> dict[str, str]:
+    # The child interpreters get only what they need to find the venv, never the whole environment.
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
+
+
 def _probe(mode: str, **env: str) -> dict[str, object]:
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
+    base = _allowlisted_env()
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, mode], capture_output=True, check=True, env={**base, **env}, timeout=60
     )
@@ -78,7 +83,7 @@ def test_the_embedding_guide_snippet_runs_as_written() -> None:
     blocks = [b for b in re.findall(r"```python\n(.*?)```", guide, re.DOTALL) if "tune_gc" in b]
     assert len(blocks) == 1
     probe = blocks[0] + "\nimport gc, json\nprint(json.dumps({'previous': previous, 'now': gc.get_threshold()}))\n"
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
+    base = _allowlisted_env()
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, env=base, timeout=60)
     got = json.loads(out.stdout.decode().strip().splitlines()[-1])
     assert got["now"][0] == STREAMING_GEN0_THRESHOLD and got["previous"][0] != STREAMING_GEN0_THRESHOLD
