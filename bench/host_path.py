@@ -177,7 +177,7 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
         )
         conv._inputs_this_process = 1  # a turn was sent: no output_before_input path
         codec = dialect.host_codec()
-        reader = JsonlReader()
+        reader = JsonlReader(codec.line_loader)
         t0 = time.process_time()
         for chunk in chunks:
             objs = reader.feed(chunk)

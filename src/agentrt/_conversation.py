@@ -416,8 +416,8 @@ class Conversation:
 
     # -- the read loop -----------------------------------------------------
     async def _pump(self, proc: AgentProcess) -> None:
-        reader = JsonlReader()
         codec = self._codec
+        reader = JsonlReader(codec.line_loader)
         oversize = False
         seen_malformed = 0
         while True:

@@ -20,6 +20,7 @@ answer for every chunking, which is what lets the property tests hold.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import attrs
@@ -27,7 +28,7 @@ import orjson
 
 from .errors import AgentrtError
 
-__all__ = ["MAX_LINE_BYTES", "Malformed", "OutputOversize", "JsonlReader", "encode_line"]
+__all__ = ["MAX_LINE_BYTES", "Malformed", "OutputOversize", "JsonlReader", "encode_line", "parse_line"]
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The longest stdout line accepted, in bytes (the ``\\n`` not counted)."""
@@ -79,11 +80,19 @@ class JsonlReader:
 
     Any chunking of the same bytes yields the same sequence of objects (and,
     for an oversize line, the same objects before the error).
+
+    ``loads`` replaces ``orjson.loads`` as the first parse of each line: a host
+    codec's :attr:`~agentrt.dialect.HostCodec.line_loader` (a typed decoder for
+    its hot line shapes, returning objects its own ``decode`` understands).
+    It must raise :class:`ValueError` for a line it cannot parse; that line
+    then takes the lenient path as usual, yielding a generic object or a
+    :class:`Malformed` marker.
     """
 
-    __slots__ = ("_failed", "_malformed", "_parts", "_pending")
+    __slots__ = ("_failed", "_loads", "_malformed", "_parts", "_pending")
 
-    def __init__(self) -> None:
+    def __init__(self, loads: Callable[[bytes], Any] | None = None) -> None:
+        self._loads = loads if loads is not None else _loads
         # The unterminated tail, kept as a list of chunks so that a big line
         # arriving in many chunks is joined once, not re-concatenated per chunk.
         self._parts: list[bytes] = []
@@ -114,8 +123,8 @@ class JsonlReader:
             last = len(chunk) - 1
             if 0 < last <= MAX_LINE_BYTES and chunk.find(10) == last:
                 try:
-                    return [_loads(chunk)]
-                except _JSONDecodeError:
+                    return [self._loads(chunk)]
+                except ValueError:  # orjson's and msgspec-style decode errors alike
                     pass
         return self._feed(chunk)
 
@@ -176,31 +185,56 @@ class JsonlReader:
             # Fast path: every line is valid JSON as it stands (orjson skips JSON
             # whitespace, including a trailing "\r", by itself); map() keeps the
             # loop in C.  A blank line fails here and is skipped by the slow path.
-            return list(map(_loads, lines))
-        except _JSONDecodeError:
+            return list(map(self._loads, lines))
+        except ValueError:
             return [obj for line in lines if (obj := self._parse_slow(line)) is not _SKIP]
 
     def _parse_slow(self, line: bytes) -> Any:
         if not line:
             return _SKIP
         try:
-            return _loads(line)
-        except _JSONDecodeError:
-            pass
-        text = line.decode("utf-8", "replace").strip(_JS_WHITESPACE)
-        if not text:
-            return _SKIP
-        try:
-            return _loads(text)
-        except _JSONDecodeError:
-            pass
-        try:
-            # JSON.parse accepts a few things orjson refuses (numbers that overflow
-            # to Infinity, lone surrogate escapes): keep such lines, as the host did.
-            return json.loads(text, parse_constant=_reject_constant)
+            return self._loads(line)
         except ValueError:
+            pass
+        obj = _lenient(line)
+        if obj is _MALFORMED:
             self._malformed += 1
             return Malformed(self._malformed, line.strip()[:_HEAD_BYTES])
+        return obj
+
+
+_MALFORMED: Any = object()
+
+
+def _lenient(line: bytes) -> Any:
+    """The framing's parse of a line orjson refused: _SKIP, _MALFORMED or the object."""
+    text = line.decode("utf-8", "replace").strip(_JS_WHITESPACE)
+    if not text:
+        return _SKIP
+    try:
+        return _loads(text)
+    except _JSONDecodeError:
+        pass
+    try:
+        # JSON.parse accepts a few things orjson refuses (numbers that overflow
+        # to Infinity, lone surrogate escapes): keep such lines, as the host did.
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return _MALFORMED
+
+
+def parse_line(line: bytes) -> Any:
+    """One line parsed as :class:`JsonlReader` parses it; ``None`` for a blank or malformed line.
+
+    This is what :class:`~agentrt.events.LazyRaw` uses to materialise an
+    event's source object on demand.
+    """
+    try:
+        return _loads(line)
+    except _JSONDecodeError:
+        pass
+    obj = _lenient(line)
+    return None if obj is _SKIP or obj is _MALFORMED else obj
 
 
 def _reject_constant(name: str) -> NoReturn:

@@ -11,7 +11,9 @@ A dialect has no I/O of its own.  The same object serves both sides of the wire:
 
 Codecs are created per conversation and may keep state (a stream-json decoder
 remembers which text it already streamed).  Framing (splitting lines, the 4 MiB
-cap, malformed lines) is not the codec's business: it receives parsed JSON.
+cap, malformed lines) is not the codec's business: it receives parsed JSON,
+unless it offers a :attr:`HostCodec.line_loader`, a typed first parse of each
+line for its hot shapes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, Union
 
 import attrs
 
-from .events import Event, TextDelta
+from .events import Event, LazyRaw, TextDelta
 
 __all__ = [
     "TextBlock",
@@ -39,6 +41,7 @@ __all__ = [
     "Dialect",
     "content_text",
     "make_text_delta",
+    "LazyRaw",
 ]
 
 
@@ -109,6 +112,21 @@ def content_text(turn: Turn) -> str:
 
 class HostCodec(abc.ABC):
     """Host side of a dialect, one instance per conversation."""
+
+    line_loader: Callable[[bytes], Any] | None = None
+    """Optional first parse of each output line, in place of ``orjson.loads``.
+
+    The host path's framing calls it with one line's bytes (no ``\n``; JSON
+    whitespace may surround it).  It returns any object this codec's
+    :meth:`decode` and :meth:`decode_batch` understand: typically a compact
+    private object for a hot line shape, decoded by a typed parser that skips
+    building dicts, whose events carry :class:`~agentrt.events.LazyRaw` as
+    ``raw``; for other lines, the parsed JSON.  It raises :class:`ValueError`
+    when the line is not JSON as it stands, and the framing's lenient path
+    takes over.  The events must be exactly those of ``decode(parsed JSON)``
+    (``check_dialect`` verifies this on its corpus).  ``None`` (the default):
+    plain ``orjson.loads``.
+    """
 
     @abc.abstractmethod
     def encode_turn(self, turn: Turn) -> bytes:
@@ -203,14 +221,14 @@ def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
 
     try:
         fields = attrs.fields(TextDelta)
-        if [f.name for f in fields] != ["raw", "text", "index"] or any(
+        if [f.name for f in fields] != ["_raw", "text", "index"] or any(
             f.validator is not None or f.converter is not None for f in fields
         ):
             return normal
         new = object.__new__
         set_text = TextDelta.__dict__["text"].__set__
         set_index = TextDelta.__dict__["index"].__set__
-        set_raw = Event.__dict__["raw"].__set__
+        set_raw = Event.__dict__["_raw"].__set__
 
         def fast(text: str, index: int, raw: Any) -> TextDelta:
             ev = new(TextDelta)

@@ -5,9 +5,12 @@ them, and the same JSON form is used by ``agentrt run --json``, the database
 and the web UI.  Events are frozen attrs classes with slots; they are cheap to
 build because the host path builds one per protocol line.
 
-Nothing a dialect carries is lost: each event has a ``raw`` field holding the
-source JSON object (by reference, not copied).  ``raw`` is not part of the JSON
-form unless asked for (``to_json(event, raw=True)``).
+Nothing a dialect carries is lost: each event has a ``raw`` attribute holding
+the source JSON object (by reference, not copied).  A dialect's typed fast path
+may instead hand the event its source line (:class:`LazyRaw`): ``raw`` then
+parses it on first access, with the framing's rules, and keeps the result, so a
+consumer that never looks at ``raw`` never pays for building it.  ``raw`` is not
+part of the JSON form unless asked for (``to_json(event, raw=True)``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "Envelope",
     "EventBatch",
     "AnyEvent",
+    "LazyRaw",
     "EVENT_TYPES",
     "to_json",
     "from_json",
@@ -94,12 +98,51 @@ class Usage:
         return {k: v for k, v in attrs.asdict(self).items() if v is not None}
 
 
+class LazyRaw:
+    """An event's source line, parsed only when :attr:`Event.raw` is first read.
+
+    ``LazyRaw(line)`` wraps the bytes of one JSON line (as the framing split
+    it); :meth:`load` parses them with the framing's rules (orjson, then the
+    lenient fallbacks).  Give it only for a line the dialect has already found
+    to be valid JSON: a line that turns out not to be gives ``None``.
+    """
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+    def load(self) -> Any:
+        """The parsed line (``None`` if it is not JSON after all)."""
+        from ._framing import parse_line
+
+        return parse_line(self.line)
+
+    def __repr__(self) -> str:
+        return f"LazyRaw({self.line[:40]!r}{'...' if len(self.line) > 40 else ''})"
+
+
 @attrs.frozen(kw_only=True)
 class Event:
-    """Base of every event.  ``type`` is the tag of the JSON form."""
+    """Base of every event.  ``type`` is the tag of the JSON form.
+
+    ``raw`` (the constructor's keyword) is the source protocol object; see
+    :class:`LazyRaw` for a source line parsed on demand.
+    """
 
     type: ClassVar[str] = "event"
-    raw: Any = attrs.field(default=None, eq=False, repr=False)
+    # Stored privately so that `raw` can resolve a LazyRaw once, on first read.
+    _raw: Any = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def raw(self) -> Any:
+        """The source protocol object this event was decoded from (``None`` if built directly)."""
+        value = self._raw
+        if type(value) is LazyRaw:
+            value = value.load()
+            # Frozen for users; caching the parsed object changes nothing they see.
+            object.__setattr__(self, "_raw", value)
+        return value
 
 
 @attrs.frozen(kw_only=True)
@@ -336,8 +379,9 @@ def to_json(event: Event, *, raw: bool = False) -> dict[str, Any]:
     """The JSON form of an event: a dict whose ``type`` key names the class."""
     data: dict[str, Any] = {"type": event.type}
     data.update(_conv().unstructure(event))
-    if not raw:
-        data.pop("raw", None)
+    del data["_raw"]
+    if raw:
+        data["raw"] = event.raw
     return data
 
 
@@ -349,8 +393,10 @@ def from_json(data: Mapping[str, Any]) -> Event:
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise AgentrtError("unknown_event_type", f"unknown event type {kind!r}")
-    body = {k: v for k, v in data.items() if k != "type"}
+    body = {k: v for k, v in data.items() if k != "type" and k != "raw"}
     result: Event = _conv().structure(body, cls)
+    if "raw" in data:
+        object.__setattr__(result, "_raw", data["raw"])
     return result
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt import AgentrtError
-from agentrt._framing import MAX_LINE_BYTES, JsonlReader, Malformed, OutputOversize, encode_line
+from agentrt._framing import MAX_LINE_BYTES, JsonlReader, Malformed, OutputOversize, encode_line, parse_line
 
 FIXTURES = (pathlib.Path(__file__).resolve().parents[2].parent / "shared") / "fixtures"
 
@@ -238,3 +238,51 @@ def test_the_cap_does_not_depend_on_chunking(before: list[bytes], size: int, new
     assert outcome(rechunk(data, cuts)) == whole
     assert whole[1] is (size > MAX_LINE_BYTES)
     assert whole[0][: len(read_all([b"\n".join(before) + b"\n"]))] == read_all([b"\n".join(before) + b"\n"])
+
+
+def test_nesting_deeper_than_the_parsers_go_is_malformed_not_a_crash() -> None:
+    # orjson stops at 1024 levels and the stdlib fallback then overflows the
+    # recursion limit: the line is malformed, the stream goes on.
+    deep = b"[" * 5000 + b"]" * 5000
+    reader = JsonlReader()
+    out = reader.feed(deep + b'\n{"ok":1}\n')
+    assert type(out[0]) is Malformed and out[0].count == 1 and out[1:] == [{"ok": 1}]
+    assert parse_line(deep) is None
+
+
+def test_parse_line_applies_the_framing_rules() -> None:
+    assert parse_line(b'{"a":1}\r') == {"a": 1}
+    assert parse_line(b'{"a":"\xff"}') == {"a": "\ufffd"}  # invalid UTF-8 replaced
+    assert parse_line(b'{"a":1e999}') == {"a": float("inf")}  # what JSON.parse keeps
+    assert parse_line(b"   ") is None and parse_line(b"{nope") is None
+
+
+def test_a_line_loader_parses_first_and_refusals_take_the_lenient_path() -> None:
+    seen: list[bytes] = []
+
+    def loads(line: bytes) -> Any:
+        seen.append(line)
+        if line.startswith(b'{"typed"'):
+            return ("typed", line)
+        return orjson.loads(line)  # raises a ValueError for what it refuses
+
+    reader = JsonlReader(loads)
+    out = reader.feed(b'{"typed":1}\n{"a":"\xff"}\n\nnot json\n')
+    assert out[0] == ("typed", b'{"typed":1}')
+    assert out[1] == {"a": "\ufffd"} and type(out[2]) is Malformed
+    assert b'{"typed":1}' in seen
+    # The single-line fast path uses it too.
+    assert JsonlReader(loads).feed(b'{"typed":2}\n') == [("typed", b'{"typed":2}\n')]
+
+
+def test_lazy_raw_is_parsed_once_on_first_read() -> None:
+    from agentrt.events import LazyRaw, TextDelta, from_json, to_json
+
+    ev = TextDelta(text="x", raw=LazyRaw(b'{"type":"x","n":1}'))
+    assert ev._raw.__class__ is LazyRaw  # nothing parsed yet
+    first = ev.raw
+    assert first == {"type": "x", "n": 1} and ev.raw is first  # parsed once, then kept
+    assert to_json(ev) == {"type": "text_delta", "text": "x", "index": 0}
+    assert to_json(ev, raw=True)["raw"] is first
+    assert from_json(to_json(ev, raw=True)).raw == first
+    assert "LazyRaw" in repr(LazyRaw(b"{}")) and repr(ev) == "TextDelta(text='x', index=0)"

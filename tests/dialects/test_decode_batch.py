@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import itertools
+import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import orjson
@@ -21,12 +25,16 @@ CAPTURES = sorted((SHARED / "fixtures" / "claude-code").glob("*.stdout.jsonl"))
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl,stream-json"})
 
 
-def _corpus_objects() -> list[object]:
+def _corpus_module() -> Any:
     spec = importlib.util.spec_from_file_location("agentrt_test_corpus", SHARED / "bench" / "corpus.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [orjson.loads(line) for _, line in module.corpus_lines(3000, big_lines=False)]
+    return module
+
+
+def _corpus_objects() -> list[object]:
+    return [orjson.loads(line) for _, line in _corpus_module().corpus_lines(3000, big_lines=False)]
 
 
 @pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
@@ -115,3 +123,181 @@ def test_make_text_delta_is_the_constructor_made_cheap(text: str, index: int) ->
     assert fast.raw is raw
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         fast.text = "changed"  # type: ignore[misc]
+
+
+def test_make_text_delta_takes_its_fast_path() -> None:
+    # The fast builder silently falls back to the constructor when the event
+    # class no longer has the slots it fills; the host path's budget needs it.
+    assert make_text_delta.__name__ == "fast"
+
+
+# -- the typed line loader (stream-json) ------------------------------------------
+
+_extra_value = st.recursive(
+    _json_leaf | st.floats(allow_nan=False) | st.integers(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _delta_line(draw: st.DrawFn) -> bytes:
+    # A copy: the strategies share leaf objects ({} and []), never to be mutated.
+    obj = copy.deepcopy(draw(_delta_like(True)))
+    if isinstance(obj, dict):
+        # The keys the real CLI adds after "event", with values of any shape.
+        for key in ("session_id", "parent_tool_use_id", "uuid"):
+            if draw(st.integers(0, 3)):
+                obj[key] = copy.deepcopy(draw(st.one_of(st.text(max_size=8), _extra_value)))
+    # The stdlib's encoder writes what orjson refuses to (big integers, Infinity).
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    mutation = draw(st.integers(0, 9))
+    if mutation == 1 and b'"uuid":"' in line:
+        # Invalid UTF-8 inside a string the typed parse skips.
+        at = line.index(b'"uuid":"') + len(b'"uuid":"')
+        line = line[:at] + b"\xff" + line[at:]
+    elif mutation == 2 and line.startswith(b'{"type":"stream_event"'):
+        # A duplicate key later in the object: the last one wins in every parser.
+        line = line[:-1] + b',"type":' + orjson.dumps(draw(st.sampled_from(["stream_event", "user", "result"]))) + b"}"
+    elif mutation == 3:
+        line = line + b" \r"
+    elif mutation == 4:
+        line = line[: draw(st.integers(0, len(line)))]  # truncated: malformed or blank
+    elif mutation == 5 and line.endswith(b"}"):
+        line = line[:-1] + b',"x":1e999}'  # JSON.parse's Infinity: orjson refuses it, the framing keeps it
+    return line
+
+
+def _read_all(codec: object, data: bytes, cuts: list[int], loader: bool) -> tuple[list[object], int]:
+    from agentrt._framing import JsonlReader, Malformed
+
+    reader = JsonlReader(codec.line_loader if loader else None)  # type: ignore[attr-defined]
+    events: list[object] = []
+    bounds = [0, *sorted(set(cuts)), len(data)]
+    for lo, hi in itertools.pairwise(bounds):
+        objs = reader.feed(data[lo:hi])
+        if not any(type(obj) is Malformed for obj in objs):
+            events.extend(codec.decode_batch(objs))  # type: ignore[attr-defined]
+        else:  # as the pump does when a chunk holds a malformed line: decode() per object
+            events.extend(ev for obj in objs if type(obj) is not Malformed for ev in codec.decode(obj))  # type: ignore[attr-defined]
+    for obj in reader.finish():
+        if type(obj) is not Malformed:
+            events.extend(codec.decode(obj))  # type: ignore[attr-defined]
+    return events, reader.malformed_count
+
+
+@st.composite
+def _cli_delta_line(draw: st.DrawFn) -> bytes:
+    # As the real CLI writes them (the typed path's shape), text of any kind.
+    kind = draw(st.sampled_from(["text_delta", "text_delta", "thinking_delta", "input_json_delta", "signature_delta"]))
+    key = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}.get(
+        kind, "signature"
+    )
+    event = {
+        "type": "content_block_delta",
+        "index": draw(st.integers(0, 2)),
+        "delta": {"type": kind, key: draw(st.text(max_size=6))},
+    }
+    obj: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": None}
+    obj["uuid"] = draw(st.text(max_size=4))
+    if draw(st.booleans()):
+        obj["api_message_id"] = draw(st.sampled_from(["msg_a", "msg_b", None, ""]))
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+# The blocks the deltas stream, so that later complete lines are checked against them.
+_CONTEXT = [
+    b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_a","content":[]}}}',
+    b'{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":'
+    b'{"type":"tool_use","id":"t1","name":"Read","input":{}}}}',
+    b'{"type":"stream_event","event":{"type":"content_block_stop","index":1}}',
+    b'{"type":"assistant","message":{"id":"msg_a","content":[{"type":"text","text":"ab"},'
+    b'{"type":"thinking","thinking":"xy"}]}}',
+    b'{"type":"result","subtype":"success","is_error":false}',
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(
+        st.one_of(_delta_line(), _cli_delta_line(), _cli_delta_line(), st.sampled_from(_CONTEXT)),
+        min_size=1,
+        max_size=12,
+    ),
+    data=st.data(),
+)
+def test_line_loader_gives_the_events_of_the_generic_parse(lines: list[bytes], data: st.DataObject) -> None:
+    blob = b"\n".join(lines) + b"\n"
+    cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=4))
+    typed, typed_bad = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=True)
+    generic, generic_bad = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    assert typed_bad == generic_bad
+    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
+    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])
+def test_line_loader_on_real_output(source: str) -> None:
+    from agentrt.events import LazyRaw
+
+    if source == "bench-corpus":
+        blob = b"".join(line for _, line in _corpus_module().corpus_lines(3000, big_lines=False))
+    else:
+        blob = (SHARED / "fixtures" / "claude-code" / source).read_bytes()
+    cuts = list(range(0, len(blob), 4096))
+    codec = PLUGINS.dialect("stream-json").host_codec()
+    typed, _ = _read_all(codec, blob, cuts, loader=True)
+    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    lazy = [ev for ev in typed if type(ev._raw) is LazyRaw]  # type: ignore[attr-defined]
+    if b'"text_delta"' in blob:
+        assert lazy, "the typed path was never taken"
+    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
+    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
+
+
+def test_line_loader_streams_a_whole_message() -> None:
+    # Every delta kind the typed path takes, in the order the CLI streams a reply
+    # with a tool call, then the complete lines that must not repeat it.
+    def delta(index: int, body: dict[str, object], msg: str | None = "msg_1") -> bytes:
+        obj: dict[str, object] = {
+            "type": "stream_event",
+            "event": {"type": "content_block_delta", "index": index, "delta": body},
+            "session_id": "s",
+            "uuid": "u",
+        }
+        if msg is not None:
+            obj["api_message_id"] = msg
+        return orjson.dumps(obj)
+
+    tape = [
+        b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}}}',
+        delta(0, {"type": "thinking_delta", "thinking": "let me "}),
+        delta(0, {"type": "thinking_delta", "thinking": "see"}, msg=None),
+        delta(0, {"type": "signature_delta", "signature": "sig"}),
+        delta(1, {"type": "text_delta", "text": "Reading "}),
+        delta(1, {"type": "text_delta", "text": "it."}, msg=None),
+        b'{"type":"stream_event","event":{"type":"content_block_start","index":2,'
+        b'"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}},"api_message_id":"msg_1"}',
+        delta(2, {"type": "input_json_delta", "partial_json": '{"file_path":'}),
+        delta(2, {"type": "input_json_delta", "partial_json": '"a.py"}'}, msg=None),
+        b'{"type":"stream_event","event":{"type":"content_block_stop","index":2},"api_message_id":"msg_1"}',
+        b'{"type":"assistant","message":{"id":"msg_1","content":[{"type":"thinking","thinking":"let me see"},'
+        b'{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"Read",'
+        b'"input":{"file_path":"a.py"}}]}}',
+        b'{"type":"result","subtype":"success","is_error":false,"result":"Reading it."}',
+    ]
+    blob = b"\n".join(tape) + b"\n"
+    typed, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [], loader=True)
+    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [], loader=False)
+    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
+    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
+    kinds = [(ev.type, getattr(ev, "text", None) or getattr(ev, "input", None)) for ev in typed]  # type: ignore[attr-defined]
+    assert kinds == [
+        ("thinking_delta", "let me "),
+        ("thinking_delta", "see"),
+        ("text_delta", "Reading "),
+        ("text_delta", "it."),
+        ("tool_use", {"file_path": "a.py"}),
+        ("raw", None),  # the complete assistant line: all of it was streamed
+        ("turn_completed", None),
+    ]

@@ -23,7 +23,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def _fields(cls: type) -> tuple[str, ...]:
     names = _FIELDS.get(cls)
     if names is None:
-        names = tuple(f.name for f in attrs.fields(cls) if f.name != "raw") if attrs.has(cls) else ()
+        names = tuple(f.name for f in attrs.fields(cls) if f.name not in ("raw", "_raw")) if attrs.has(cls) else ()
         _FIELDS[cls] = names
     return names
 

@@ -36,6 +36,7 @@ from agentrt.events import (
     ControlRequest,
     Diagnostic,
     Event,
+    LazyRaw,
     RawEvent,
     SessionStarted,
     Status,
@@ -57,6 +58,8 @@ from agentrt_awp_jsonl.codec import (
     is_stable_code,
     tool_use_block,
 )
+
+from ._typed import JsonDelta, TextDeltaBody, ThinkingDeltaBody, load_line
 
 __all__ = [
     "COMPAT_ARGS",
@@ -115,6 +118,8 @@ class StreamJsonHostCodec(AwpHostCodec):
         # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
         self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
         self._tools_emitted: set[str] = set()
+        # Typed first parse of delta lines (see _typed).
+        self.line_loader = load_line
         self._dispatch.update(
             {
                 "stream_event": self._stream_event,
@@ -233,13 +238,21 @@ class StreamJsonHostCodec(AwpHostCodec):
         # hot path (decode_batch) inlines them.
         return self._raw_event(obj, ev)
 
+    def decode(self, obj: Any) -> Sequence[Event]:
+        """Events for one output object (or one line :attr:`line_loader` decoded typed)."""
+        if type(obj) is tuple:
+            return self.decode_batch((obj,))
+        return super().decode(obj)
+
     def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
         """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
 
         Text deltas are most lines of a streaming reply; handling them here
         saves two calls and a tuple per line (the host path's budget is about a
         microsecond and a half per line, JSON parsing included).  Same events
-        as calling :meth:`decode` per object.
+        as calling :meth:`decode` per object.  A ``(StreamDelta, line)`` pair
+        from :attr:`line_loader` is a delta line decoded typed: its events carry
+        the line as :class:`~agentrt.events.LazyRaw`.
         """
         out: list[Event] = []
         append = out.append
@@ -249,6 +262,26 @@ class StreamJsonHostCodec(AwpHostCodec):
         # every line the general path handles).
         message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
         for obj in objs:
+            if type(obj) is tuple:
+                typed, line = obj
+                ev = typed.event
+                delta = ev.delta
+                if type(delta) is TextDeltaBody:
+                    text = delta.text
+                    if text:
+                        index = ev.index
+                        msg = typed.api_message_id or message_id
+                        if msg != text_msg:
+                            text_msg, blocks = msg, self._text_message(msg)
+                        parts = blocks.get(index)
+                        if parts is None:
+                            blocks[index] = [text]
+                        else:
+                            parts.append(text)
+                        append(make(text, index, LazyRaw(line)))
+                else:
+                    out.extend(self._typed_delta(typed, line))
+                continue
             # Subscripts, not .get: a JSON value that is not an object raises
             # TypeError on a string key, a missing key KeyError, and either
             # sends the line down the general path, as does any other shape.
@@ -277,6 +310,24 @@ class StreamJsonHostCodec(AwpHostCodec):
             # The general path may have started a message or ended the turn.
             message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
         return out
+
+    def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
+        # The other delta kinds, as _raw_event handles them.
+        ev = typed.event
+        delta = ev.delta
+        msg = typed.api_message_id or self._message_id
+        if type(delta) is ThinkingDeltaBody:
+            text = delta.thinking
+            if not text:
+                return _NO_EVENTS
+            blocks = self._streamed.setdefault(("thinking", msg), {})
+            blocks.setdefault(ev.index, []).append(text)
+            return (ThinkingDelta(text=text, index=ev.index, raw=LazyRaw(line)),)
+        if type(delta) is JsonDelta:
+            block = self._tool_blocks.get((msg, ev.index))
+            if block is not None:
+                block[2].append(delta.partial_json)
+        return _NO_EVENTS  # input_json_delta, signature_delta
 
     def _text_message(self, msg: Any) -> dict[int, list[str]]:
         blocks = self._streamed.setdefault(("text", msg), {})
