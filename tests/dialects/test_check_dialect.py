@@ -163,3 +163,28 @@ def test_bad_name_and_factory() -> None:
     nameless = AwpJsonlDialect("")
     with pytest.raises(AssertionError, match="non-empty string"):
         check_dialect(nameless)
+
+
+def test_a_line_loader_that_changes_events_is_caught() -> None:
+    from agentrt_stream_json.codec import StreamJsonHostCodec
+
+    class Sloppy(StreamJsonHostCodec):
+        def __init__(self) -> None:
+            super().__init__()
+            inner = self.line_loader
+            assert inner is not None
+
+            def loader(line: bytes) -> Any:
+                obj = inner(line)
+                if isinstance(obj, dict) and obj.get("type") == "result" and "result" in obj:
+                    obj = {**obj, "result": "changed"}  # what a careless typed parse might do
+                return obj
+
+            self.line_loader = loader
+
+    class SloppyDialect(StreamJsonDialect):
+        def host_codec(self) -> Any:
+            return Sloppy()
+
+    with pytest.raises(AssertionError, match="line_loader changed event"):
+        check_dialect(SloppyDialect(partial_messages=True))

@@ -141,9 +141,9 @@ _extra_value = st.recursive(
 
 
 @st.composite
-def _delta_line(draw: st.DrawFn) -> bytes:
+def _delta_line(draw: st.DrawFn, wrapped: bool) -> bytes:
     # A copy: the strategies share leaf objects ({} and []), never to be mutated.
-    obj = copy.deepcopy(draw(_delta_like(True)))
+    obj = copy.deepcopy(draw(_delta_like(wrapped)))
     if isinstance(obj, dict):
         # The keys the real CLI adds after "event", with values of any shape.
         for key in ("session_id", "parent_tool_use_id", "uuid"):
@@ -156,7 +156,7 @@ def _delta_line(draw: st.DrawFn) -> bytes:
         # Invalid UTF-8 inside a string the typed parse skips.
         at = line.index(b'"uuid":"') + len(b'"uuid":"')
         line = line[:at] + b"\xff" + line[at:]
-    elif mutation == 2 and line.startswith(b'{"type":"stream_event"'):
+    elif mutation == 2 and line.startswith(b'{"type":'):
         # A duplicate key later in the object: the last one wins in every parser.
         line = line[:-1] + b',"type":' + orjson.dumps(draw(st.sampled_from(["stream_event", "user", "result"]))) + b"}"
     elif mutation == 3:
@@ -187,7 +187,7 @@ def _read_all(codec: object, data: bytes, cuts: list[int], loader: bool) -> tupl
 
 
 @st.composite
-def _cli_delta_line(draw: st.DrawFn) -> bytes:
+def _cli_delta_line(draw: st.DrawFn, wrapped: bool) -> bytes:
     # As the real CLI writes them (the typed path's shape), text of any kind.
     kind = draw(st.sampled_from(["text_delta", "text_delta", "thinking_delta", "input_json_delta", "signature_delta"]))
     key = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}.get(
@@ -198,6 +198,8 @@ def _cli_delta_line(draw: st.DrawFn) -> bytes:
         "index": draw(st.integers(0, 2)),
         "delta": {"type": kind, key: draw(st.text(max_size=6))},
     }
+    if not wrapped:  # awp-jsonl: the raw API event itself
+        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     obj: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": None}
     obj["uuid"] = draw(st.text(max_size=4))
     if draw(st.booleans()):
@@ -217,20 +219,31 @@ _CONTEXT = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
-@given(
-    lines=st.lists(
-        st.one_of(_delta_line(), _cli_delta_line(), _cli_delta_line(), st.sampled_from(_CONTEXT)),
+_LINES = {
+    dialect: st.lists(
+        st.one_of(
+            _delta_line(True),
+            _delta_line(False),
+            _cli_delta_line(dialect == "stream-json"),
+            _cli_delta_line(dialect == "stream-json"),
+            st.sampled_from(_CONTEXT),
+        ),
         min_size=1,
         max_size=12,
-    ),
-    data=st.data(),
-)
-def test_line_loader_gives_the_events_of_the_generic_parse(lines: list[bytes], data: st.DataObject) -> None:
+    )
+    for dialect in ("stream-json", "awp-jsonl")
+}
+
+
+@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_line_loader_gives_the_events_of_the_generic_parse(dialect: str, data: st.DataObject) -> None:
+    lines = data.draw(_LINES[dialect])
     blob = b"\n".join(lines) + b"\n"
     cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=4))
-    typed, typed_bad = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=True)
-    generic, generic_bad = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    typed, typed_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=True)
+    generic, generic_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
     assert typed_bad == generic_bad
     assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
     assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]

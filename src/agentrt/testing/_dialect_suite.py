@@ -341,7 +341,11 @@ def check_dialect(
     6. ``encode_shutdown`` is ``None`` or one JSON line;
     7. ``decode_input`` never raises on nasty input and returns an agent input;
     8. agent ``encode`` then host ``decode`` gives each script back (compared
-       with :func:`normalize_events`), through real JSON serialisation.
+       with :func:`normalize_events`), through real JSON serialisation;
+    9. when the host codec offers a :attr:`~agentrt.dialect.HostCodec.line_loader`:
+       the samples, the fuzz values and the agent codec's output for the
+       scripts, written as JSON lines and read through the framing with it, give
+       exactly the events (``repr`` and ``raw``) of the plain parse.
     """
     factory: Callable[[], Dialect] = dialect if not isinstance(dialect, Dialect) else (lambda: dialect)
     instance = factory()
@@ -422,6 +426,48 @@ def check_dialect(
     # 8. round trip of expressible events
     for script in scripts:
         _roundtrip(name, instance, script)
+
+    # 9. a typed line loader changes nothing but the cost
+    if instance.host_codec().line_loader is not None:
+        _check_line_loader(name, instance, [*samples, *fuzz_values, *samples], scripts)
+
+
+def _check_line_loader(name: str, instance: Dialect, values: list[Any], scripts: Sequence[Sequence[Event]]) -> None:
+    import orjson
+
+    from .._framing import JsonlReader, Malformed
+
+    lines: list[bytes] = []
+    for value in values:
+        try:
+            lines.append(orjson.dumps(value))
+        except TypeError:
+            continue  # not JSON-serialisable: no CLI could have written it
+    for script in scripts:
+        agent = instance.agent_codec()
+        for event in script:
+            lines.extend(orjson.dumps(obj) for obj in agent.encode(event))
+    blob = b"\n".join(lines) + b"\n"
+
+    def read(typed: bool) -> list[tuple[str, Any]]:
+        codec = instance.host_codec()
+        reader = JsonlReader(codec.line_loader if typed else None)
+        events: list[Event] = []
+        for start in range(0, len(blob), 4096):
+            objs = [obj for obj in reader.feed(blob[start : start + 4096]) if type(obj) is not Malformed]
+            try:
+                events.extend(codec.decode_batch(objs))
+            except Exception as exc:
+                raise _fail(name, f"decode_batch raised {type(exc).__name__}: {exc}") from exc
+        events.extend(codec.finish())
+        return [(repr(ev), ev.raw) for ev in events]
+
+    typed, plain = read(True), read(False)
+    if typed != plain:
+        at = next((i for i, (a, b) in enumerate(zip(typed, plain)) if a != b), min(len(typed), len(plain)))
+        got = typed[at] if at < len(typed) else "nothing"
+        want = plain[at] if at < len(plain) else "nothing"
+        raise _fail(name, f"line_loader changed event #{at}: {_short(got)} instead of {_short(want)}")
 
 
 def _split_lines(name: str, what: str, data: Any) -> list[Any]:

@@ -45,6 +45,7 @@ from agentrt.errors import AgentrtError
 from agentrt.events import (
     Diagnostic,
     Event,
+    LazyRaw,
     RawEvent,
     SessionStarted,
     Status,
@@ -57,6 +58,8 @@ from agentrt.events import (
     Usage,
 )
 from agentrt.labels import tool_label
+
+from ._typed import TextDeltaBody, ThinkingDeltaBody, load_line
 
 __all__ = [
     "AwpJsonlDialect",
@@ -194,6 +197,8 @@ class AwpHostCodec(HostCodec):
     def __init__(self) -> None:
         self.session_id: str | None = None
         self._pending_usage: Usage | None = None
+        # Typed first parse of delta lines (see _typed).
+        self.line_loader = load_line
         self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
             "system": self._system,
             "assistant": self._assistant,
@@ -228,6 +233,15 @@ class AwpHostCodec(HostCodec):
         decode = self.decode
         make = make_text_delta
         for obj in objs:
+            if type(obj) is tuple:  # a delta line line_loader decoded typed
+                typed, line = obj
+                delta = typed.delta
+                if type(delta) is TextDeltaBody:
+                    if delta.text:
+                        append(make(delta.text, typed.index, LazyRaw(line)))
+                elif type(delta) is ThinkingDeltaBody and delta.thinking:
+                    append(ThinkingDelta(text=delta.thinking, index=typed.index, raw=LazyRaw(line)))
+                continue  # input_json_delta and signature_delta give no event
             # A non-object raises TypeError on a string key, a missing key
             # KeyError: either way the line takes the general path.
             try:
@@ -245,7 +259,9 @@ class AwpHostCodec(HostCodec):
         return out
 
     def decode(self, obj: Any) -> Sequence[Event]:
-        """Events for one output object; never raises."""
+        """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
+        if type(obj) is tuple:
+            return self.decode_batch((obj,))
         if type(obj) is not dict:
             return (
                 Diagnostic(

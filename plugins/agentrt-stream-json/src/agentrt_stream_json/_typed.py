@@ -1,21 +1,9 @@
 """Typed first parse of the stream-json hot line: a ``stream_event`` content-block delta.
 
-Most of a streaming reply's lines are ``content_block_delta`` events.  Parsing
-one into dicts builds three dicts and eight strings, of which the decoder reads
-two values; msgspec decodes the same line straight into small structs and
-skips (but still validates) every field it does not need, in about half the
-time.  The event then carries the line itself (:class:`~agentrt.events.LazyRaw`)
-and builds the dict only if someone reads ``raw``.
-
-Exactness: a line is taken here only when msgspec accepts it whole; anything
-else (another shape, a wrong type, a value msgspec refuses) is parsed by
-orjson as usual, so the codec's general path sees it.  msgspec's validation
-of skipped values is as strict as orjson's, except that it does not check
-UTF-8 inside skipped strings; the framing repairs such a line (U+FFFD) and
-parses it, so the events are the same either way, and ``LazyRaw`` applies the
-same repair.  The structs are not tracked by the garbage collector (they hold
-only strings, numbers and each other, so no cycle can form): one collection
-fewer to walk per line.  The equivalence is a property test (tests/dialects).
+The same idea, and the same exactness argument, as awp-jsonl's typed parse
+(``agentrt_awp_jsonl._typed``), whose delta structs this reuses: the real CLI
+wraps each raw API event in a ``stream_event`` line with a session id, a uuid
+and the API message id, of which only the last is read.
 """
 
 from __future__ import annotations
@@ -25,44 +13,9 @@ from typing import Any, Union
 import msgspec
 import orjson
 
-__all__ = [
-    "BlockDelta",
-    "JsonDelta",
-    "SignatureDelta",
-    "StreamDelta",
-    "TextDeltaBody",
-    "ThinkingDeltaBody",
-    "load_line",
-]
+from agentrt_awp_jsonl._typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody
 
-
-class TextDeltaBody(msgspec.Struct, tag="text_delta", tag_field="type", gc=False):
-    """``{"type":"text_delta","text":...}``."""
-
-    text: str
-
-
-class ThinkingDeltaBody(msgspec.Struct, tag="thinking_delta", tag_field="type", gc=False):
-    """``{"type":"thinking_delta","thinking":...}``."""
-
-    thinking: str
-
-
-class JsonDelta(msgspec.Struct, tag="input_json_delta", tag_field="type", gc=False):
-    """``{"type":"input_json_delta","partial_json":...}``: a piece of a streamed tool input."""
-
-    partial_json: str
-
-
-class SignatureDelta(msgspec.Struct, tag="signature_delta", tag_field="type", gc=False):
-    """``{"type":"signature_delta",...}``: carries nothing the events use."""
-
-
-class BlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc=False):
-    """The raw API event ``content_block_delta``."""
-
-    index: int
-    delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
+__all__ = ["JsonDelta", "StreamDelta", "TextDeltaBody", "ThinkingDeltaBody", "load_line"]
 
 
 class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False):
