@@ -226,8 +226,8 @@ def _lenient(line: bytes) -> Any:
 def parse_line(line: bytes) -> Any:
     """One line parsed as :class:`JsonlReader` parses it; ``None`` for a blank or malformed line.
 
-    This is what :class:`~agentrt.events.LazyRaw` uses to materialise an
-    event's source object on demand.
+    This is what :attr:`agentrt.events.Event.raw` uses to materialise an
+    event's source object from its kept line on demand.
     """
     try:
         return _loads(line)

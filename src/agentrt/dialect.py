@@ -24,7 +24,7 @@ from typing import Any, Union
 
 import attrs
 
-from .events import Event, LazyRaw, TextDelta
+from .events import Event, TextDelta
 
 __all__ = [
     "TextBlock",
@@ -41,7 +41,6 @@ __all__ = [
     "Dialect",
     "content_text",
     "make_text_delta",
-    "LazyRaw",
 ]
 
 
@@ -120,8 +119,8 @@ class HostCodec(abc.ABC):
     whitespace may surround it).  It returns any object this codec's
     :meth:`decode` and :meth:`decode_batch` understand: typically a compact
     private object for a hot line shape, decoded by a typed parser that skips
-    building dicts, whose events carry :class:`~agentrt.events.LazyRaw` as
-    ``raw``; for other lines, the parsed JSON.  It raises :class:`ValueError`
+    building dicts, whose events carry the line itself (``bytes``) as
+    ``raw``, parsed only if read; for other lines, the parsed JSON.  It raises :class:`ValueError`
     when the line is not JSON as it stands, and the framing's lenient path
     takes over.  The events must be exactly those of ``decode(parsed JSON)``
     (``check_dialect`` verifies this on its corpus).  ``None`` (the default):

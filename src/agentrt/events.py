@@ -7,10 +7,11 @@ build because the host path builds one per protocol line.
 
 Nothing a dialect carries is lost: each event has a ``raw`` attribute holding
 the source JSON object (by reference, not copied).  A dialect's typed fast path
-may instead hand the event its source line (:class:`LazyRaw`): ``raw`` then
-parses it on first access, with the framing's rules, and keeps the result, so a
-consumer that never looks at ``raw`` never pays for building it.  ``raw`` is not
-part of the JSON form unless asked for (``to_json(event, raw=True)``).
+may instead hand the event its source line, as ``bytes`` (a JSON value never
+is bytes): ``raw`` then parses it on first access, with the framing's rules,
+and keeps the result, so a consumer that never looks at ``raw`` never pays for
+building it.  ``raw`` is not part of the JSON form unless asked for
+(``to_json(event, raw=True)``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ __all__ = [
     "Envelope",
     "EventBatch",
     "AnyEvent",
-    "LazyRaw",
     "EVENT_TYPES",
     "to_json",
     "from_json",
@@ -98,48 +98,26 @@ class Usage:
         return {k: v for k, v in attrs.asdict(self).items() if v is not None}
 
 
-class LazyRaw:
-    """An event's source line, parsed only when :attr:`Event.raw` is first read.
-
-    ``LazyRaw(line)`` wraps the bytes of one JSON line (as the framing split
-    it); :meth:`load` parses them with the framing's rules (orjson, then the
-    lenient fallbacks).  Give it only for a line the dialect has already found
-    to be valid JSON: a line that turns out not to be gives ``None``.
-    """
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: bytes) -> None:
-        self.line = line
-
-    def load(self) -> Any:
-        """The parsed line (``None`` if it is not JSON after all)."""
-        from ._framing import parse_line
-
-        return parse_line(self.line)
-
-    def __repr__(self) -> str:
-        return f"LazyRaw({self.line[:40]!r}{'...' if len(self.line) > 40 else ''})"
-
-
 @attrs.frozen(kw_only=True)
 class Event:
     """Base of every event.  ``type`` is the tag of the JSON form.
 
-    ``raw`` (the constructor's keyword) is the source protocol object; see
-    :class:`LazyRaw` for a source line parsed on demand.
+    ``raw`` (the constructor's keyword) is the source protocol object, or the
+    source line as ``bytes``, parsed on first read (see the module docstring).
     """
 
     type: ClassVar[str] = "event"
-    # Stored privately so that `raw` can resolve a LazyRaw once, on first read.
+    # Stored privately so that `raw` can resolve a source line once, on first read.
     _raw: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def raw(self) -> Any:
         """The source protocol object this event was decoded from (``None`` if built directly)."""
         value = self._raw
-        if type(value) is LazyRaw:
-            value = value.load()
+        if type(value) is bytes:
+            from ._framing import parse_line
+
+            value = parse_line(value)
             # Frozen for users; caching the parsed object changes nothing they see.
             object.__setattr__(self, "_raw", value)
         return value

@@ -276,13 +276,14 @@ def test_a_line_loader_parses_first_and_refusals_take_the_lenient_path() -> None
 
 
 def test_lazy_raw_is_parsed_once_on_first_read() -> None:
-    from agentrt.events import LazyRaw, TextDelta, from_json, to_json
+    from agentrt.events import TextDelta, from_json, to_json
 
-    ev = TextDelta(text="x", raw=LazyRaw(b'{"type":"x","n":1}'))
-    assert ev._raw.__class__ is LazyRaw  # nothing parsed yet
+    ev = TextDelta(text="x", raw=b'{"type":"x","n":1}')
+    assert ev._raw.__class__ is bytes  # nothing parsed yet
     first = ev.raw
     assert first == {"type": "x", "n": 1} and ev.raw is first  # parsed once, then kept
     assert to_json(ev) == {"type": "text_delta", "text": "x", "index": 0}
     assert to_json(ev, raw=True)["raw"] is first
     assert from_json(to_json(ev, raw=True)).raw == first
-    assert "LazyRaw" in repr(LazyRaw(b"{}")) and repr(ev) == "TextDelta(text='x', index=0)"
+    assert repr(ev) == "TextDelta(text='x', index=0)"
+    assert TextDelta(text="x", raw=b"not json").raw is None  # a line that was not JSON after all

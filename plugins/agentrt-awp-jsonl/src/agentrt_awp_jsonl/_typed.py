@@ -4,15 +4,15 @@ Most of a streaming reply's lines are content-block deltas.  Parsing one into
 dicts builds two dicts and several strings, of which the decoder reads two
 values; msgspec decodes the same line straight into small structs and skips
 (but still validates) every field it does not need, in about half the time.
-The event then carries the line itself (:class:`~agentrt.events.LazyRaw`) and
-builds the dict only if someone reads ``raw``.
+The event then carries the line itself as ``raw`` (bytes), and
+:attr:`agentrt.events.Event.raw` builds the dict only if someone reads it.
 
 Exactness: a line is taken here only when msgspec accepts it whole; anything
 else (another shape, a wrong type, a value msgspec refuses) is parsed by
 orjson as usual, so the codec's general path sees it.  msgspec's validation
 of skipped values is as strict as orjson's, except that it does not check
 UTF-8 inside skipped strings; the framing repairs such a line (U+FFFD) and
-parses it, so the events are the same either way, and ``LazyRaw`` applies the
+parses it, so the events are the same either way, and ``Event.raw`` applies the
 same repair.  The structs are not tracked by the garbage collector (they hold
 only strings, numbers and each other, so no cycle can form): one object fewer
 to walk per line.  The equivalence is a property test (tests/dialects) and

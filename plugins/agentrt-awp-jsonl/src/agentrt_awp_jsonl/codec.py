@@ -45,7 +45,6 @@ from agentrt.errors import AgentrtError
 from agentrt.events import (
     Diagnostic,
     Event,
-    LazyRaw,
     RawEvent,
     SessionStarted,
     Status,
@@ -238,9 +237,9 @@ class AwpHostCodec(HostCodec):
                 delta = typed.delta
                 if type(delta) is TextDeltaBody:
                     if delta.text:
-                        append(make(delta.text, typed.index, LazyRaw(line)))
+                        append(make(delta.text, typed.index, line))
                 elif type(delta) is ThinkingDeltaBody and delta.thinking:
-                    append(ThinkingDelta(text=delta.thinking, index=typed.index, raw=LazyRaw(line)))
+                    append(ThinkingDelta(text=delta.thinking, index=typed.index, raw=line))
                 continue  # input_json_delta and signature_delta give no event
             # A non-object raises TypeError on a string key, a missing key
             # KeyError: either way the line takes the general path.

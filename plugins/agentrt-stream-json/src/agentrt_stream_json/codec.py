@@ -36,7 +36,6 @@ from agentrt.events import (
     ControlRequest,
     Diagnostic,
     Event,
-    LazyRaw,
     RawEvent,
     SessionStarted,
     Status,
@@ -252,7 +251,7 @@ class StreamJsonHostCodec(AwpHostCodec):
         microsecond and a half per line, JSON parsing included).  Same events
         as calling :meth:`decode` per object.  A ``(StreamDelta, line)`` pair
         from :attr:`line_loader` is a delta line decoded typed: its events carry
-        the line as :class:`~agentrt.events.LazyRaw`.
+        the line itself as ``raw`` (bytes, parsed on first read).
         """
         out: list[Event] = []
         append = out.append
@@ -278,7 +277,7 @@ class StreamJsonHostCodec(AwpHostCodec):
                             blocks[index] = [text]
                         else:
                             parts.append(text)
-                        append(make(text, index, LazyRaw(line)))
+                        append(make(text, index, line))
                 else:
                     out.extend(self._typed_delta(typed, line))
                 continue
@@ -322,7 +321,7 @@ class StreamJsonHostCodec(AwpHostCodec):
                 return _NO_EVENTS
             blocks = self._streamed.setdefault(("thinking", msg), {})
             blocks.setdefault(ev.index, []).append(text)
-            return (ThinkingDelta(text=text, index=ev.index, raw=LazyRaw(line)),)
+            return (ThinkingDelta(text=text, index=ev.index, raw=line),)
         if type(delta) is JsonDelta:
             block = self._tool_blocks.get((msg, ev.index))
             if block is not None:
