@@ -35,9 +35,7 @@ def _child_env() -> dict[str, str]:
 
 async def bare_loop(path: str) -> tuple[int, float]:
     """Lines counted by a bare trio read-and-split loop, and the seconds it took."""
-    proc = await trio.lowlevel.open_process(
-        [PYTHON, EMIT, path], stdin=-1, stdout=-1, env=_child_env()
-    )
+    proc = await trio.lowlevel.open_process([PYTHON, EMIT, path], stdin=-1, stdout=-1, env=_child_env())
     assert proc.stdin is not None and proc.stdout is not None
     start = time.perf_counter()
     await proc.stdin.send_all(b"{}\n")
@@ -225,11 +223,56 @@ def orjson_seconds(blob: bytes, repeat: int = 5) -> float:
     return best
 
 
+def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
+    """Bytes of memory per text-delta event still held after decoding, typed line loader vs plain parse.
+
+    A caller that keeps a turn's events (``TurnStream.result()`` does) keeps
+    each event's ``raw``: the parsed dicts with the plain parse, the line's
+    bytes with the typed one (until ``raw`` is read).  Measured with
+    tracemalloc, holding every event of ``blob``.
+    """
+    import tracemalloc
+
+    from agentrt._framing import JsonlReader
+    from agentrt._plugins import Plugins
+
+    dialect = Plugins(autoload=True).dialect(protocol)
+    chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
+
+    def held(typed: bool) -> tuple[float, int]:
+        codec = dialect.host_codec()
+        reader = JsonlReader(codec.line_loader if typed else None)
+        events: list[Any] = []
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        for chunk in chunks:
+            events.extend(codec.decode_batch(reader.feed(chunk)))
+        used = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        return used / len(events), len(events)
+
+    typed, n_typed = held(True)
+    plain, n_plain = held(False)
+    assert n_typed == n_plain
+    return {
+        "held_bytes_per_event_typed": typed,
+        "held_bytes_per_event_plain": plain,
+        "held_typed_vs_plain": typed / plain,
+    }
+
+
+def _awp_lines(small: bytes) -> bytes:
+    # The same deltas as an awp-jsonl agent writes them: the bare raw API event.
+    import orjson
+
+    return b"".join(orjson.dumps(orjson.loads(line)["event"]) + b"\n" for line in small.splitlines())
+
+
 def _best(runs: list[tuple[int, float]]) -> tuple[int, float]:
     return min(runs, key=lambda r: r[1])
 
 
-def _measure(repeat: int, blob: bytes, path: str, small: bytes, small_path: str) -> dict[str, float]:
+def _measure(repeat: int, blob: bytes, path: str, small: bytes, small_path: str, awp_path: str) -> dict[str, float]:
     lines = blob.count(b"\n")
     small_lines = small.count(b"\n")
     bare = _best([trio.run(bare_loop, path) for _ in range(repeat)])
@@ -241,12 +284,14 @@ def _measure(repeat: int, blob: bytes, path: str, small: bytes, small_path: str)
     cpu_runs = [trio.run(agentrt_path, small_path, "stream-json") for _ in range(repeat)]
     bare_small = _best([trio.run(bare_loop, small_path) for _ in range(repeat)])
     cpu_per_line_us = min(r[2] for r in cpu_runs) / small_lines * 1e6
+    awp_runs = [trio.run(agentrt_path, awp_path, "awp-jsonl") for _ in range(repeat)]
     pure = inprocess_costs(small, "stream-json")
     figures: dict[str, float] = {
         "bare_lines_per_s": lines / bare[1],
         "agentrt_lines_per_s": lines / ours[1],
         "agentrt_vs_bare": bare[1] / ours[1],
         "agentrt_cpu_us_per_small_delta_line": cpu_per_line_us,
+        "agentrt_cpu_us_per_small_delta_line_awp_jsonl": min(r[2] for r in awp_runs) / small_lines * 1e6,
         "bare_small_lines_per_s": small_lines / bare_small[1],
         "small_delta_inprocess_us_per_line": pure["inprocess_us_per_line"],
         "small_delta_orjson_us_per_line": pure["orjson_us_per_line"],
@@ -281,18 +326,21 @@ def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
     path = write_blob(blob)
     small = b"".join(line for kind, line in corpus.corpus_lines(200_000, big_lines=False) if kind == "text_delta")
     small_path = write_blob(small)
+    awp_path = write_blob(_awp_lines(small))
     saved = gc.get_threshold()
     try:
         figures: dict[str, float] = {"corpus_lines": blob.count(b"\n"), "corpus_mb": len(blob) / 1e6}
-        figures.update(_measure(repeat, blob, path, small, small_path))
+        figures.update(held_event_bytes(small[: 20_000 * 260], "stream-json"))
+        figures.update(_measure(repeat, blob, path, small, small_path, awp_path))
         tune_gc()
-        tuned = _measure(repeat, blob, path, small, small_path)
+        tuned = _measure(repeat, blob, path, small, small_path, awp_path)
         figures.update({f"{key}_tuned_gc": value for key, value in tuned.items()})
     finally:
         gc.set_threshold(*saved)
         gc.unfreeze()
         os.unlink(path)
         os.unlink(small_path)
+        os.unlink(awp_path)
     print("host path (stream-json corpus, best of", repeat, "runs)")
     for key, value in figures.items():
         print(f"  {key:48s} {value:14.3f}")
