@@ -23,6 +23,7 @@ The stream-json dialect reuses these structs inside its ``stream_event`` line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Union
 
 import msgspec
@@ -35,6 +36,7 @@ __all__ = [
     "TextDeltaBody",
     "ThinkingDeltaBody",
     "load_line",
+    "typed_loader",
 ]
 
 
@@ -67,23 +69,28 @@ class BlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc
     delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
 
 
-# The agent writes these keys first (as every awp-jsonl CLI seen does); a line
-# that starts otherwise is parsed generically without trying.
-_PREFIX = b'{"type":"content_block_delta",'
-_decode = msgspec.json.Decoder(BlockDelta).decode
-_loads = orjson.loads
-_Error = msgspec.DecodeError  # ValidationError is a subclass
+def typed_loader(prefix: bytes, decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """A ``line_loader``: ``(decode(line), line)`` for a line that starts with ``prefix`` and decodes; else orjson.
 
-
-def load_line(line: bytes) -> Any:
-    """``(BlockDelta, line)`` for a content-block delta line msgspec accepts; else ``orjson.loads(line)``.
-
-    Raises ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson
-    refuses, so that the framing's lenient path takes it.
+    ``decode`` is a msgspec decoder's ``decode``.  The loader raises
+    ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson refuses, so
+    that the framing's lenient path takes it.
     """
-    if line.startswith(_PREFIX):
-        try:
-            return (_decode(line), line)
-        except _Error:
-            pass
-    return _loads(line)
+    loads = orjson.loads
+    error = msgspec.DecodeError  # ValidationError is a subclass
+
+    def load_line(line: bytes) -> Any:
+        if line.startswith(prefix):
+            try:
+                return (decode(line), line)
+            except error:
+                pass
+        return loads(line)
+
+    return load_line
+
+
+#: ``(BlockDelta, line)`` for a content-block delta line msgspec accepts, else the parsed JSON.
+#: The agent writes these keys first (as every awp-jsonl CLI seen does); a line that
+#: starts otherwise is parsed generically without trying.
+load_line = typed_loader(b'{"type":"content_block_delta",', msgspec.json.Decoder(BlockDelta).decode)

@@ -8,12 +8,11 @@ and the API message id, of which only the last is read.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Union
 
 import msgspec
-import orjson
 
-from agentrt_awp_jsonl._typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody
+from agentrt_awp_jsonl._typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
 
 __all__ = ["JsonDelta", "StreamDelta", "TextDeltaBody", "ThinkingDeltaBody", "load_line"]
 
@@ -25,23 +24,9 @@ class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False
     api_message_id: Union[str, None] = None
 
 
-# The CLI writes these keys first, in this order (JSON.stringify keeps insertion
-# order); a line that starts otherwise is parsed generically without trying.
-_PREFIX = b'{"type":"stream_event","event":{"type":"content_block_delta",'
-_decode = msgspec.json.Decoder(StreamDelta).decode
-_loads = orjson.loads
-_Error = msgspec.DecodeError  # ValidationError is a subclass
-
-
-def load_line(line: bytes) -> Any:
-    """``(StreamDelta, line)`` for a content-block delta line msgspec accepts; else ``orjson.loads(line)``.
-
-    Raises ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson
-    refuses, so that the framing's lenient path takes it.
-    """
-    if line.startswith(_PREFIX):
-        try:
-            return (_decode(line), line)
-        except _Error:
-            pass
-    return _loads(line)
+#: ``(StreamDelta, line)`` for a content-block delta line msgspec accepts, else the parsed JSON.
+#: The CLI writes these keys first, in this order (JSON.stringify keeps insertion
+#: order); a line that starts otherwise is parsed generically without trying.
+load_line = typed_loader(
+    b'{"type":"stream_event","event":{"type":"content_block_delta",', msgspec.json.Decoder(StreamDelta).decode
+)

@@ -237,12 +237,6 @@ class StreamJsonHostCodec(AwpHostCodec):
         # hot path (decode_batch) inlines them.
         return self._raw_event(obj, ev)
 
-    def decode(self, obj: Any) -> Sequence[Event]:
-        """Events for one output object (or one line :attr:`line_loader` decoded typed)."""
-        if type(obj) is tuple:
-            return self.decode_batch((obj,))
-        return super().decode(obj)
-
     def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
         """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
 
@@ -261,53 +255,52 @@ class StreamJsonHostCodec(AwpHostCodec):
         # every line the general path handles).
         message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
         for obj in objs:
-            if type(obj) is tuple:
-                typed, line = obj
+            # Either path below finds (text, index, message id, raw) of a text
+            # delta, or hands the line to the general path and goes on.
+            if type(obj) is tuple:  # decoded typed by line_loader
+                typed, raw = obj
                 ev = typed.event
                 delta = ev.delta
-                if type(delta) is TextDeltaBody:
-                    text = delta.text
-                    if text:
-                        index = ev.index
-                        msg = typed.api_message_id or message_id
-                        if msg != text_msg:
-                            text_msg, blocks = msg, self._text_message(msg)
-                        parts = blocks.get(index)
-                        if parts is None:
-                            blocks[index] = [text]
-                        else:
-                            parts.append(text)
-                        append(make(text, index, line))
-                else:
-                    out.extend(self._typed_delta(typed, line))
-                continue
-            # Subscripts, not .get: a JSON value that is not an object raises
-            # TypeError on a string key, a missing key KeyError, and either
-            # sends the line down the general path, as does any other shape.
-            try:
-                if obj["type"] == "stream_event":
-                    ev = obj["event"]
-                    if ev["type"] == "content_block_delta":
-                        delta = ev["delta"]
-                        if delta["type"] == "text_delta":
-                            text = delta["text"]
-                            index = ev["index"]
-                            if type(text) is str and text and type(index) is int:
-                                msg = obj.get("api_message_id") or message_id
-                                if msg != text_msg:
-                                    text_msg, blocks = msg, self._text_message(msg)
-                                parts = blocks.get(index)
-                                if parts is None:
-                                    blocks[index] = [text]
-                                else:
-                                    parts.append(text)
-                                append(make(text, index, obj))
-                                continue
-            except (KeyError, TypeError):
-                pass
-            out.extend(decode(obj))
-            # The general path may have started a message or ended the turn.
-            message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                if type(delta) is not TextDeltaBody:
+                    out.extend(self._typed_delta(typed, raw))
+                    continue
+                text = delta.text
+                if not text:
+                    continue
+                index = ev.index
+                msg = typed.api_message_id
+            else:
+                # Subscripts, not .get: a JSON value that is not an object raises
+                # TypeError on a string key, a missing key KeyError, and either
+                # sends the line down the general path, as does any other shape.
+                text = None
+                try:
+                    if obj["type"] == "stream_event":
+                        ev = obj["event"]
+                        if ev["type"] == "content_block_delta":
+                            delta = ev["delta"]
+                            if delta["type"] == "text_delta":
+                                text, index = delta["text"], ev["index"]
+                                msg = obj.get("api_message_id")
+                except (KeyError, TypeError):
+                    text = None
+                # A message id of another JSON type (even an unhashable one) takes
+                # the general path, which treats it the same way.
+                if not (type(text) is str and text and type(index) is int and (msg is None or type(msg) is str)):
+                    out.extend(decode(obj))
+                    # The general path may have started a message or ended the turn.
+                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                    continue
+                raw = obj
+            msg = msg or message_id
+            if msg != text_msg:
+                text_msg, blocks = msg, self._text_message(msg)
+            parts = blocks.get(index)
+            if parts is None:
+                blocks[index] = [text]
+            else:
+                parts.append(text)
+            append(make(text, index, raw))
         return out
 
     def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
