@@ -264,8 +264,10 @@ import sys, attrs, trio
 from agentrt_sqlite._store import SqliteStore
 async def main():
     store = SqliteStore(__import__("pathlib").Path(sys.argv[1]))
-    for _ in range(int(sys.argv[2])):
+    for i in range(int(sys.argv[2])):
         await store.update_bot("b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
+        if i == 0:
+            print("incrementing", flush=True)  # the parent starts its own increments now
     await store.aclose()
 trio.run(main)
 """
@@ -273,6 +275,7 @@ trio.run(main)
 
 async def test_database_store_atomic_update_across_processes(tmp_path: Path) -> None:
     import os
+    import subprocess
     import sys
 
     import attrs
@@ -293,17 +296,24 @@ async def test_database_store_atomic_update_across_processes(tmp_path: Path) -> 
     # Another process increments while this one does: no update is lost (each read-modify-write
     # holds the database's write lock from its read to its write).
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                lambda: trio.run_process([sys.executable, "-c", _INCREMENTS, str(path), "300"], env=env)
-            )
-            # Start once the other process is incrementing, so the two really overlap
-            # (a bounded poll on state another process owns).
-            while (got := await store.get_bot("b")) is None or got.restart_count == 0:
-                await trio.sleep(0.005)
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", _INCREMENTS, str(path), "300"], env=env, stdout=subprocess.PIPE
+    )
+    try:
+        with trio.fail_after(60):
+            assert proc.stdout is not None
+            # Start once the other process says it is incrementing, so the two really overlap.
+            assert b"incrementing" in await proc.stdout.receive_some()
             for _ in range(300):
                 await store.update_bot("b", lambda r: attrs.evolve(r, restart_count=r.restart_count + 1))
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+        if proc.stdout is not None:
+            await proc.stdout.aclose()
     final = await store.get_bot("b")
     assert final is not None and final.restart_count == 600
     await store.aclose()

@@ -213,6 +213,17 @@ async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, cont
 
 
 async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, control_plane: Any) -> None:
+    # Wait on the maintenance loop's own purge (an event), not on the clock.
+    purged = trio.Event()
+    real_purge = store.purge
+
+    async def purge(*args: Any) -> int:
+        forgotten: int = await real_purge(*args)
+        if forgotten:
+            purged.set()
+        return forgotten
+
+    store.purge = purge
     url = await control_plane(store, maintenance_interval=0.05, retention_seconds=0.2)
     async with client(url) as c:
         task = (await c.post("/v1/tasks", json={"task_type": "command", "payload": {}})).json()
@@ -220,9 +231,10 @@ async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, con
         [claimed] = (await c.get("/v1/agent/tasks/pending", params={"slots": 1, "agent_id": "w"})).json()["tasks"]
         result = {"attempt_id": claimed["attempt_id"], "status": "success", "output": {}, "logs": "", "duration_s": 0}
         assert (await c.post(f"/v1/agent/tasks/{task['id']}/result", json=result)).status_code == 200
-        with trio.fail_after(5):  # wait for the condition, bounded
-            while (await c.get(f"/v1/tasks/{task['id']}")).status_code != 404:
-                await trio.sleep(0.05)
+        assert (await c.get(f"/v1/tasks/{task['id']}")).status_code == 200  # kept until past retention
+        with trio.fail_after(5):
+            await purged.wait()
+        assert (await c.get(f"/v1/tasks/{task['id']}")).status_code == 404
 
 
 def test_retention_setting_from_env() -> None:
