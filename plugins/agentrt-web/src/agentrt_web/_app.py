@@ -23,7 +23,6 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -35,6 +34,7 @@ from ._chat import ChatManager, valid_thread_name
 from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
 from ._security import SecurityMiddleware, Sessions
+from ._sse import SSEResponse
 
 __all__ = ["WebState", "build_app"]
 
@@ -218,7 +218,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         old = request.state.session
         if old is not None:
             state.sessions.drop(old.id)
-        fresh = state.sessions.new(authenticated=True)  # a new id on login: no session fixation
+        fresh = state.sessions.login()  # a new id on login: no session fixation
         response = RedirectResponse(nxt, status_code=303)
         key, value = security.cookie_header(fresh)
         response.raw_headers.append((key, value))
@@ -265,32 +265,38 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             return _error(exc)
         if not ok:
             return _error(AgentrtError("unknown_thread", "no such thread"))
+        state.hub.forget(f"thread:{name}")
         return JSONResponse({"deleted": name})
 
     async def api_bots(request: Request) -> Response:
         return JSONResponse({"bots": [public_bot(r) for r in await state.bots.list()], "mode": state.bots.mode})
 
     # -- streams ---------------------------------------------------------------
-    def sse(request: Request, topic: str) -> StreamingResponse:
+    def sse(request: Request, topic: str) -> SSEResponse:
         # The browser's Last-Event-ID (a reconnect) wins over the id the page was drawn at.
         last = request.headers.get("last-event-id") or request.query_params.get("last")
         sub = state.hub.subscribe(topic, last)  # before the response starts: nothing slips through
-        return StreamingResponse(
-            state.hub.stream(sub), media_type="text/event-stream",
-            headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+        return SSEResponse(state.hub.stream(sub), headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
-    async def thread_events(request: Request) -> Response:
+    # A stream only for what exists: a topic per made-up id would grow memory without bound.
+    async def thread_events(request: Request) -> Response | SSEResponse:
         try:
             name = thread_name(request)
+            if not await state.chats.exists(name):
+                raise AgentrtError("unknown_thread", "no such thread")
         except AgentrtError as exc:
             return _error(exc)
         return sse(request, f"thread:{name}")
 
-    async def bots_events(request: Request) -> Response:
+    async def bots_events(request: Request) -> Response | SSEResponse:
         return sse(request, "bots")
 
-    async def bot_events(request: Request) -> Response:
-        return sse(request, f"bot:{request.path_params['bot_id']}")
+    async def bot_events(request: Request) -> Response | SSEResponse:
+        try:
+            rec = await state.bots.get(str(request.path_params["bot_id"]))
+        except AgentrtError as exc:
+            return _error(exc)
+        return sse(request, f"bot:{rec.bot_id}")
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True, "uptime": round(time.time() - state.started, 3)})

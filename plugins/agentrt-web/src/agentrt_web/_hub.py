@@ -14,6 +14,11 @@ is no longer possible (too far behind, or the server restarted: another
 epoch) the stream sends a ``reload`` event and the page redraws from the
 server.
 
+A topic lives while it has subscribers or frames nobody has come for yet:
+when its last subscriber leaves it is freed (only its last frame number is
+kept, in a bounded table), so streams opened and closed do not grow memory.
+The routes open streams only for conversations and bots that exist.
+
 ``close()`` ends every stream at once; the server calls it before it stops
 listening, which is why shutdown does not wait for the browsers to go away.
 """
@@ -21,7 +26,7 @@ listening, which is why shutdown does not wait for the browsers to go away.
 from __future__ import annotations
 
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,6 +41,8 @@ SUBSCRIBER_BUFFER = 512
 REPLAY = 256
 #: A comment line is sent to every stream this often (keeps proxies and dead peers honest).
 HEARTBEAT = 15.0
+#: Freed topics whose last frame number is remembered (so a page drawn before still resumes without a reload).
+FORGOTTEN = 4096
 #: Tells the page to redraw from the server.
 RELOAD = b"event: reload\ndata: {}\n\n"
 
@@ -71,6 +78,9 @@ class Hub:
 
     def __init__(self) -> None:
         self._topics: dict[str, _Topic] = {}
+        # The last frame number of freed topics (bounded; the oldest go first).
+        self._forgotten: OrderedDict[str, int] = OrderedDict()
+        self._idle = trio.Event()
         self.closed = False
         #: Distinguishes this server run's frame ids from a previous run's.
         self.epoch = secrets.token_hex(4)
@@ -81,7 +91,30 @@ class Hub:
         t = self._topics.get(name)
         if t is None:
             t = self._topics[name] = _Topic()
+            t.seq = self._forgotten.pop(name, 0)
         return t
+
+    def topics(self) -> int:
+        """How many topics are held (read by tests and the benchmark)."""
+        return len(self._topics)
+
+    def streams(self) -> int:
+        """How many streams are attached, over all topics."""
+        return sum(len(t.subs) for t in self._topics.values())
+
+    async def wait_idle(self) -> None:
+        """Return once no stream is attached (every stream's response has ended)."""
+        while self.streams():
+            await self._idle.wait()
+
+    def forget(self, topic: str) -> None:
+        """Free ``topic`` (its conversation is gone): its streams end, nothing is remembered."""
+        t = self._topics.get(topic)
+        if t is not None:
+            for sub in list(t.subs):
+                self._drop(sub)
+        self._topics.pop(topic, None)
+        self._forgotten.pop(topic, None)
 
     def subscribers(self, topic: str) -> int:
         """How many streams listen on ``topic``."""
@@ -91,7 +124,7 @@ class Hub:
     def last_id(self, topic: str) -> str:
         """The id of the topic's latest frame (what a freshly drawn page has seen)."""
         t = self._topics.get(topic)
-        return f"{self.epoch}:{t.seq if t is not None else 0}"
+        return f"{self.epoch}:{t.seq if t is not None else self._forgotten.get(topic, 0)}"
 
     def publish(self, topic: str, frame: bytes) -> None:
         """Number ``frame``, keep it for replay, queue it for every subscriber; never waits."""
@@ -118,22 +151,35 @@ class Hub:
 
     def _drop(self, sub: Subscriber) -> None:
         t = self._topics.get(sub.topic)
-        if t is not None:
+        if t is not None and sub in t.subs:
             t.subs.discard(sub)
+            if not t.subs:
+                self._free(sub.topic, t)
         sub.send.close()
+
+    def _free(self, name: str, t: _Topic) -> None:
+        # The last subscriber left: keep only the frame number, so ids stay monotonic for pages drawn before.
+        del self._topics[name]
+        self._forgotten[name] = t.seq
+        self._forgotten.move_to_end(name)
+        while len(self._forgotten) > FORGOTTEN:
+            self._forgotten.popitem(last=False)
+        if not self.streams():
+            self._idle.set()
+            self._idle = trio.Event()
 
     def subscribe(self, topic: str, last_id: str | None = None) -> Subscriber:
         """A subscriber of ``topic`` from now on, with the frames after ``last_id`` (if any) to replay first.
 
         Subscribe before the response starts, so nothing published in between is missed.
         """
-        t = self._topic(topic)
-        backlog = self._replay(t, last_id)
-        sub = Subscriber(topic, backlog)
         if self.closed:
+            sub = Subscriber(topic, [])
             sub.send.close()
-        else:
-            t.subs.add(sub)
+            return sub
+        t = self._topic(topic)
+        sub = Subscriber(topic, self._replay(t, last_id))
+        t.subs.add(sub)
         return sub
 
     def _replay(self, t: _Topic, last_id: str | None) -> list[bytes]:

@@ -6,7 +6,8 @@
   (with ``no-referrer`` browsers send ``Origin: null`` on same-origin forms)
   and, unless the route set one, ``Cache-Control: no-store``.
 * Every browser gets a session cookie (random id, ``HttpOnly``,
-  ``SameSite=Strict``) whose server-side record holds its CSRF token; every
+  ``SameSite=Strict``); its CSRF token is an HMAC of that id, and only a
+  login creates a server-side record (see :class:`Sessions`); every
   POST must carry that token (``X-CSRF-Token`` header or ``csrf`` form field)
   unless it is authenticated with a bearer header, which a browser never
   attaches on its own.  A cross-origin ``Origin`` header is refused too.
@@ -23,8 +24,10 @@ carries only the random session id.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -50,6 +53,7 @@ CSP = (
 COOKIE = "agentrt_session"
 _MAX_SESSIONS = 10_000
 _SESSION_TTL = 7 * 86400.0
+_SID = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _PUBLIC_PREFIXES = ("/static/", "/login", "/favicon.ico")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_FORM_PEEK = 64 * 1024
@@ -68,7 +72,7 @@ def is_loopback_host(host: str) -> bool:
 
 @attrs.define
 class Session:
-    """One browser's server-side state."""
+    """One browser's state: its id, its CSRF token, whether it logged in."""
 
     id: str
     csrf: str
@@ -77,28 +81,52 @@ class Session:
 
 
 class Sessions:
-    """Sessions by id, bounded (the oldest go first) and expiring."""
+    """Logged-in sessions by id (bounded: the oldest go first; expiring); nothing kept for anyone else.
 
-    def __init__(self) -> None:
+    A browser that has not logged in holds only a random id in its cookie; its CSRF token is an HMAC of
+    that id under a key of this server run.  So cookie-less traffic costs the server no memory and can
+    never push a logged-in user out of the table: only a login (which needs the token) adds a row.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
         self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._key = secrets.token_bytes(32)
+        self.limit = _MAX_SESSIONS if limit is None else limit
+
+    def __len__(self) -> int:
+        """How many logged-in sessions are kept."""
+        return len(self._by_id)
+
+    def csrf_of(self, sid: str) -> str:
+        """The CSRF token of the browser whose id is ``sid`` (derived, never stored)."""
+        return hmac.new(self._key, sid.encode(), hashlib.sha256).hexdigest()
 
     def get(self, sid: str | None) -> Session | None:
-        """The live session ``sid``, or ``None``."""
-        if not sid:
+        """The session of a well-formed id (logged in if it did, else anonymous), or ``None``."""
+        if not sid or not _SID.fullmatch(sid):
             return None
         s = self._by_id.get(sid)
-        if s is None:
-            return None
-        if time.time() - s.created > _SESSION_TTL:
+        if s is not None and time.time() - s.created > _SESSION_TTL:
             del self._by_id[sid]
-            return None
-        return s
+            s = None
+        return s if s is not None else Session(id=sid, csrf=self.csrf_of(sid))
 
-    def new(self, *, authenticated: bool = False) -> Session:
-        """A fresh session with its own CSRF token."""
-        s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), authenticated=authenticated)
+    def anonymous(self) -> Session:
+        """A fresh id for a browser that has none (nothing is stored)."""
+        sid = secrets.token_urlsafe(32)
+        return Session(id=sid, csrf=self.csrf_of(sid))
+
+    def login(self) -> Session:
+        """A fresh, logged-in session (a new id: no session fixation), kept until it expires or is dropped."""
+        s = self.anonymous()
+        s.authenticated = True
         self._by_id[s.id] = s
-        while len(self._by_id) > _MAX_SESSIONS:
+        now = time.time()
+        # Rows are in login order: the expired ones are at the front.
+        while self._by_id:
+            oldest = next(iter(self._by_id.values()))
+            if now - oldest.created <= _SESSION_TTL and len(self._by_id) <= self.limit:
+                break
             self._by_id.popitem(last=False)
         return s
 
@@ -180,7 +208,8 @@ class SecurityMiddleware:
         session = self.sessions.get(_cookie(scope, COOKIE))
         set_cookie: tuple[bytes, bytes] | None = None
         if session is None and not bearer:
-            session = self.sessions.new(authenticated=self.token is None)
+            # Nothing is stored for it: anonymous traffic must not grow (or evict from) the session table.
+            session = self.sessions.anonymous()
             set_cookie = self.cookie_header(session)
         scope.setdefault("state", {})
         scope["state"]["session"] = session
