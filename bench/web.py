@@ -207,6 +207,41 @@ async def _run(work: Path) -> dict[str, Any]:
     }
 
 
+def _sigterm_to_exit_ms(work: Path, streams: int = 5, runs: int = 5) -> float:
+    """Median ms from SIGTERM to exit of ``agentrt web`` with ``streams`` kept-alive SSE connections open."""
+    import re
+    import signal
+    import socket
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work / "home"), "LANG": "C.UTF-8",
+           "AGENTRT_DATABASE_URL": f"sqlite://{work / 'sigterm.db'}", "AWP_AGENT_CLI_EXECUTABLE": str(_agent(work)),
+           "AGENTRT_BOTS_CONFIG": str(work / "no-bots.toml")}
+    times = []
+    for _ in range(runs):
+        proc = subprocess.Popen([sys.executable, "-m", "agentrt", "web", "--port", "0"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        m = re.search(rb"serving on http://([\d.]+):(\d+)", proc.stdout.readline())
+        assert m, "agentrt web did not start"
+        host, port = m.group(1).decode(), int(m.group(2))
+        socks = []
+        for _ in range(streams):
+            sock = socket.create_connection((host, port), timeout=30)
+            sock.sendall(f"GET /events/bots HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            seen = b""
+            while b": open" not in seen:
+                seen += sock.recv(65536)
+            socks.append(sock)  # kept open, as a browser keeps it to reconnect on
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        times.append(time.monotonic() - started)
+        for sock in socks:
+            sock.close()
+        proc.stdout.close()
+    return round(1000 * statistics.median(times), 1)
+
+
 def main() -> dict[str, Any]:
     """Run the benchmark; print a table; return the figures."""
     from agentrt import tune_gc
@@ -217,6 +252,8 @@ def main() -> dict[str, Any]:
     try:
         started = time.monotonic()
         result = trio.run(_run, work)
+        # With pages streaming, SIGTERM to exit (hypercorn's graceful timeout is 2 s).
+        result["sigterm_to_exit_ms_median"] = _sigterm_to_exit_ms(work)
         result["wall_s"] = round(time.monotonic() - started, 2)
     finally:
         shutil.rmtree(work, ignore_errors=True)

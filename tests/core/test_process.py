@@ -126,9 +126,14 @@ async def test_signal_we_send_without_stop_is_a_crash() -> None:
     assert status.kind == "crashed"
 
 
+# A child that exits on EOF gets a generous grace: on a loaded machine its start-up alone may outlast
+# the default half second, and the test is about the clean exit, not how fast it comes.
+CLEAN_EXIT_GRACE = 30.0
+
+
 async def test_requested_stop_closes_stdin_and_the_child_exits_cleanly() -> None:
-    async with open_process(fixture("normal")) as proc:
-        with trio.fail_after(10):
+    async with open_process(fixture("normal", shutdown_grace=CLEAN_EXIT_GRACE)) as proc:
+        with trio.fail_after(60):
             status = await proc.stop()
         assert proc.exited.is_set()
     assert status == ExitStatus(returncode=0, signal=None, requested=True)
@@ -138,8 +143,8 @@ async def test_requested_stop_closes_stdin_and_the_child_exits_cleanly() -> None
 
 async def test_shutdown_line_is_written_first() -> None:
     code = "import sys; line = sys.stdin.readline(); sys.stderr.write('got ' + line); sys.exit(7)"
-    async with open_process(py(code, shutdown_line=SHUTDOWN)) as proc:
-        with trio.fail_after(10):
+    async with open_process(py(code, shutdown_line=SHUTDOWN, shutdown_grace=CLEAN_EXIT_GRACE)) as proc:
+        with trio.fail_after(60):
             status = await proc.stop()
     assert status.returncode == 7 and status.kind == "requested"
     assert proc.stderr_tail() == b"got " + SHUTDOWN

@@ -144,7 +144,7 @@ async def check_sink(
     factory: SinkMaker,
     *,
     observe: Observer | None = None,
-    max_block: float = 0.25,
+    max_block: float | None = None,
     close_timeout: float = 15.0,
     batches: int = 300,
 ) -> None:
@@ -153,9 +153,12 @@ async def check_sink(
     ``factory()`` (sync or async) returns a fresh sink each time it is called.
     ``observe(sink)``, when given, is awaited after ``aclose`` and returns the
     ``(source, seq)`` of every event the sink kept, in the order it kept them;
-    the suite then checks that nothing was lost or reordered.  ``max_block`` is
-    the longest the sink may hold the trio thread in one go (seconds; generous,
-    to catch real blocking such as synchronous disk writes, not slowness).
+    the suite then checks that nothing was lost or reordered.  ``max_block``,
+    when given, is the longest the sink may hold the trio thread in one go
+    (seconds).  It is a wall-clock bound, so it is off by default: on a loaded
+    machine the scheduler alone can stall the heartbeat past any fixed bound.
+    Set it where the machine is quiet (a benchmark) or to prove that a sink
+    which really blocks (a synchronous 300 ms write) is caught.
     """
     # 1. Attributes, every event type, and close idempotence, on a first sink.
     sink = await _make(factory)
@@ -197,9 +200,9 @@ async def check_sink(
         await _close_twice(sink, close_timeout)
         await trio.sleep(beat.interval * 2)
         nursery.cancel_scope.cancel()
-    assert beat.max_gap <= max_block, (
+    assert max_block is None or beat.max_gap <= max_block, (
         f"the sink held the trio thread for {beat.max_gap * 1000:.0f} ms at once (bound "
-        f"{max_block * 1000:.0f} ms): move blocking work off the trio thread"
+        f"{(max_block or 0) * 1000:.0f} ms): move blocking work off the trio thread"
     )
     assert math.isfinite(beat.max_gap)
     if observe is not None:
