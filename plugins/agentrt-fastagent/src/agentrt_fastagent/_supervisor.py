@@ -721,6 +721,7 @@ def _sync_status(result: SyncResult) -> Status:
         "removed": list(result.removed_skills),
         "repairedMarkers": list(result.repaired_markers),
         "skippedConflicts": list(result.skipped_conflicts),
+        "cleanedDebris": list(result.cleaned_debris),
     }
     if result.error_code:
         detail["errorCode"] = result.error_code
