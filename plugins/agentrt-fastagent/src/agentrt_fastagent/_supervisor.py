@@ -58,6 +58,7 @@ from ._launch import (
     LlmProfile,
     SandboxConfig,
     build_process_spec,
+    check_binary,
     check_bot_id,
     instance_paths,
     prepare_instance,
@@ -422,14 +423,14 @@ class Supervisor:
             code, message = _START_CODES.get(
                 exc.code, ("FASTAGENT_START_FAILED", "FastAgent runtime could not be started.")
             )
-            await self._mark_failed(bot_id, code, f"{message} ({exc.detail})")
+            await self._mark_failed(bot_id, code, f"{message} ({exc.detail})", diagnostic=exc.code)
             return None, None
         model = profile.model
         # The model this start runs with, as the record's snapshot (the profile may change later).
         await self._update(bot_id, lambda r: r if r.model == model else attrs.evolve(r, model=model))
         return spec, paths
 
-    async def _mark_failed(self, bot_id: str, code: str, message: str) -> None:
+    async def _mark_failed(self, bot_id: str, code: str, message: str, *, diagnostic: str | None = None) -> None:
         await self._update(
             bot_id,
             lambda r: attrs.evolve(
@@ -437,11 +438,14 @@ class Supervisor:
                 backoff_until=None, pid=None, process_started_at=None,
             ),
         )  # fmt: skip
-        await self._emit(bot_id, [Diagnostic(code=code.lower(), detail=message)])
+        await self._emit(bot_id, [Diagnostic(code=diagnostic or code.lower(), detail=message)])
 
     async def _run_process(self, live: _Live, spec: ProcessSpec, paths: InstancePaths) -> ProcessExited | None:
         bot_id = live.bot_id
         try:
+            # Again, right before the spawn: the skills sync ran since _prepare's check, and
+            # the executable may have been swapped (for a link, a directory) meanwhile.
+            await trio.to_thread.run_sync(check_binary, Path(spec.argv[0]))
             async with open_process(spec) as proc:
                 live.proc = proc
                 started_at = await trio.to_thread.run_sync(process_start_time, proc.pid)
@@ -459,9 +463,9 @@ class Supervisor:
             # After the context: stderr has been drained to its end.
             await self._save_stderr(paths, proc)
         except AgentrtError as exc:
-            if live.proc is None:  # spawn_failed
+            if live.proc is None:  # refused by the launch contract, or spawn_failed
                 message = f"FastAgent runtime could not be started. ({exc.detail})"
-                await self._mark_failed(bot_id, "FASTAGENT_START_FAILED", message)
+                await self._mark_failed(bot_id, "FASTAGENT_START_FAILED", message, diagnostic=exc.code)
                 return None
             raise
         if not live.saw_stopped:
