@@ -17,7 +17,8 @@ from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt_fastagent._procinfo import process_start_time
 
 from .conftest import WAIT, make_binary
-from .test_cli import AGENTRT, cli, cli_env  # noqa: F401 - cli_env is a fixture
+from .test_cli import AGENTRT, cli
+from .test_cli import cli_env as cli_env  # a fixture, used by name
 
 _PAUSE = [sys.executable, "-S", "-c", "import signal; signal.pause()"]
 
@@ -71,7 +72,8 @@ def _spec(env: dict[str, str]) -> ProcessSpec:
 
 
 async def test_sigkilled_supervisor_restart_leaves_one_bot_and_spares_a_claimed_pid(
-    cli_env: dict[str, str], tmp_path: Path  # noqa: F811
+    cli_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     decoy = subprocess.Popen(_PAUSE)
     try:
@@ -96,7 +98,8 @@ async def test_sigkilled_supervisor_restart_leaves_one_bot_and_spares_a_claimed_
 
 
 async def test_restart_after_sigkill_sweeps_the_bots_process_group(
-    cli_env: dict[str, str], tmp_path: Path  # noqa: F811
+    cli_env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     pidfile = tmp_path / "helper.pid"
     binary = make_binary(tmp_path / "helper", "helper_in_group", pidfile=str(pidfile))
