@@ -105,7 +105,7 @@ def run(
     from ._cli_agents import load_config_for_cli, resolve_for_cli
     from ._launch import is_valid_session_id
     from ._plugins import get_plugins
-    from ._runlog import find_continuation, log_options
+    from ._runlog import find_continuation, log_options, open_log_sink
     from .errors import AgentrtError
 
     env = dict(os.environ)
@@ -129,6 +129,7 @@ def run(
         log = log_options(env, resolved, thread=thread, continues=previous.conversation_id if previous else None)
     try:
         dialect = plugins.dialect(launch.protocol)
+        log_sink = open_log_sink(plugins, log) if log is not None else None
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     store = None
@@ -137,7 +138,7 @@ def run(
         if store is None:
             fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     sink = _StdoutSink(as_json)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log)
+    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink)
     sys.exit(status)
 
 
@@ -151,7 +152,7 @@ async def _run(
     store: Any,
     sink: _StdoutSink,
     prompt: str,
-    log: dict[str, Any] | None = None,
+    log_sink: Any = None,
 ) -> int:
     from ._conversation import RUNTIME_FAILURE_CODES, open_conversation
     from ._launch import is_valid_session_id
@@ -174,8 +175,8 @@ async def _run(
         sinks: list[Any] = [extra["tui"]({})]
     else:
         sinks = [sink]
-    if log is not None and "sqlite" in extra:
-        sinks.append(extra["sqlite"](log))
+    if log_sink is not None:
+        sinks.append(log_sink)
     try:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env

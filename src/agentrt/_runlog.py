@@ -14,7 +14,7 @@ import attrs
 
 from .errors import AgentrtError
 
-__all__ = ["Continuation", "find_continuation", "log_options"]
+__all__ = ["Continuation", "find_continuation", "log_options", "open_log_sink"]
 
 
 @attrs.frozen(kw_only=True)
@@ -77,3 +77,13 @@ def log_options(
         "env": env, "thread": thread, "dialect": launch.protocol, "executable": launch.executable,
         "model": launch.model, "agent": resolved.name, "continues": continues,
     }
+
+
+def open_log_sink(plugins: Any, options: Mapping[str, Any]) -> Any:
+    """The ``sqlite`` sink for ``options``, or ``None`` without the database plugin.
+
+    A bad ``AGENTRT_DATABASE_URL`` raises its ``AgentrtError`` here, before
+    anything is spawned, rather than failing mid-conversation.
+    """
+    factory = plugins.sinks().get("sqlite")
+    return None if factory is None else factory(dict(options))

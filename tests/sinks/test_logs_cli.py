@@ -151,3 +151,12 @@ async def test_upgrade_from_version_3_makes_old_turns_searchable(tmp_path: Path)
     conn.commit()
     conn.close()
     assert await trio.to_thread.run_sync(query) == [("new question", "fx")]
+
+
+def test_a_bad_database_url_stops_run_with_its_code_and_no_log_runs_anyway(tmp_path: Path) -> None:
+    _setup(tmp_path)
+    bad = cli(tmp_path, "run", "-a", "fx", "hi", AGENTRT_DATABASE_URL="postgresql://u:secret@h/db")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("agentrt: error: unsupported_database_url: ") and "secret" not in bad.stderr
+    ok = cli(tmp_path, "run", "-a", "fx", "--no-log", "hi", AGENTRT_DATABASE_URL="postgresql://u:secret@h/db")
+    assert ok.returncode == 0 and ok.stdout.strip() == "echo: hi", ok.stderr
