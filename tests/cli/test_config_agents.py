@@ -201,7 +201,7 @@ async def test_an_endpoint_saved_as_an_agent_chats_with_a_and_the_demo_writes_no
         b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
         b"data: [DONE]\n\n",
     ]
-    async with serve_replay([ReplayResponse.sse(body)]) as server:
+    async with serve_replay([ReplayResponse.sse(body)] * 2) as server:
         added = await trio.to_thread.run_sync(
             lambda: cli(tmp_path, "agents", "add", "local", "--endpoint", server.url + "/v1", "-m", "tiny"))
         assert added.returncode == 0, added.stderr
@@ -214,8 +214,14 @@ async def test_an_endpoint_saved_as_an_agent_chats_with_a_and_the_demo_writes_no
                         stdin="What is the capital of France?\n"))
         assert chat.returncode == 0, chat.stderr
         assert "Paris" in chat.stdout
-        (request,) = server.requests
-        assert request.json["model"] == "tiny"
+        assert server.requests[0].json["model"] == "tiny"
+        # The demo against the same endpoint starts nothing and writes no config.
+        before = (tmp_path / "config.toml").read_bytes()
+        demo = await trio.to_thread.run_sync(lambda: cli(
+            tmp_path, "demo", "hi", env={"AGENTRT_API_BASE_URL": server.url + "/v1", "AGENTRT_MODEL": "tiny"}))
+        assert demo.returncode == 0 and "Paris" in demo.stdout, demo.stderr
+        assert (tmp_path / "config.toml").read_bytes() == before and not (tmp_path / ".config").exists()
+        assert len(server.requests) == 2
     logs = await trio.to_thread.run_sync(lambda: cli(tmp_path, "logs", "-a", "local", "--json"))
     assert [json.loads(x)["reply"] for x in logs.stdout.splitlines()] == ["Paris"]
 
