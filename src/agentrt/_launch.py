@@ -199,15 +199,21 @@ def _validate_protocol(raw: str | None, source: str) -> str:
     return value
 
 
-def _validate_env(raw: str | None, *, remote_ok: bool) -> dict[str, str]:
-    source = "AWP_AGENT_CLI_ENV_JSON"
-    text = _trim(raw)
-    if not text:
-        return {}
-    try:
-        parsed: Any = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise AgentrtError("invalid_cli_env_json", f"{source} is not valid JSON") from None
+def _validate_env(
+    raw: str | Mapping[str, Any] | None, *, remote_ok: bool, source: str = "AWP_AGENT_CLI_ENV_JSON"
+) -> dict[str, str]:
+    # A mapping (a config file's env table) is checked exactly like the JSON object.
+    parsed: Any
+    if isinstance(raw, Mapping):
+        parsed = dict(raw)
+    else:
+        text = _trim(raw)
+        if not text:
+            return {}
+        try:
+            parsed = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise AgentrtError("invalid_cli_env_json", f"{source} is not valid JSON") from None
     if not isinstance(parsed, dict):
         raise AgentrtError("invalid_cli_env_json", f"{source} must be a JSON object")
     if len(parsed) > MAX_ENV_ENTRIES:

@@ -18,7 +18,8 @@ from agentrt.errors import AgentrtError
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="TCP port (0: any free port; the URL is printed).")
 @click.option("--no-bots", is_flag=True, help="Do not run the FastAgent bot supervisor in this server.")
-def web(host: str, port: int, no_bots: bool) -> None:
+@click.option("-a", "--agent", help="Named agent from the config file for new chats (default: default_agent).")
+def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
     """Serve the web UI: chat, threads and bots in a browser."""
     from ._server import WebOptions, announce, resolve_token, serve_web
 
@@ -45,7 +46,8 @@ def web(host: str, port: int, no_bots: bool) -> None:
         return exc
 
     try:
-        opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots)
+        opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots,
+                          agent=agent)
         try:
             trio.run(main)
         except BaseExceptionGroup as group:
