@@ -107,6 +107,7 @@ class AgentProcess:
         self.exit_status = None
         self._requested = False
         self._reaped = False
+        self._output_ended = False
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
@@ -140,8 +141,12 @@ class AgentProcess:
         """The next stdout chunk (at most ``max_bytes``); ``b""`` at end of output."""
         try:
             data = await self._stdout.receive_some(max_bytes)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return b""  # ClosedResourceError: end_output() was called
+        except trio.BrokenResourceError:
+            return b""
+        except trio.ClosedResourceError:
+            if self._output_ended:
+                return b""
+            raise
         return data if type(data) is bytes else bytes(data)
 
     async def end_output(self) -> None:
@@ -150,6 +155,7 @@ class AgentProcess:
         For when the child has exited but a grandchild still holds its stdout
         open, so that end of output would never come.
         """
+        self._output_ended = True
         with trio.CancelScope(shield=True):
             await self._stdout.aclose()
 
