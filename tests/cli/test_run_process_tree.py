@@ -64,7 +64,7 @@ def test_run_ends_when_the_agent_exits_while_a_grandchild_holds_stdout(tmp_path:
     helper = PidWatch(int(run.stdout.readline()))
     with helper:
         try:
-            out, err = run.communicate(timeout=60)  # hang guard: today `agentrt run` never returns
+            _, err = run.communicate(timeout=60)  # hang guard: today `agentrt run` never returns
         finally:
             run.kill()
             run.wait()

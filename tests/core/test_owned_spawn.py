@@ -90,7 +90,8 @@ def test_owned_process_pipes_and_exit_code_through_the_public_api() -> None:
 
         async def main():
             proc = await open_owned_process(
-                [{sys.executable!r}, "-S", "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)"],
+                [{sys.executable!r}, "-S", "-c",
+                 "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)"],
                 env={{}}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             data = b""
             while chunk := await proc.stdout.receive_some():
