@@ -2,12 +2,14 @@
 
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
-failure (exit before result, oversize output, spawn failure).
+failure (exit before result, oversize output, spawn failure); 130 / 143
+interrupted by SIGINT / SIGTERM (the agent was stopped first).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -154,6 +156,8 @@ async def _run(
     prompt: str,
     log_sink: Any = None,
 ) -> int:
+    import trio
+
     from ._conversation import RUNTIME_FAILURE_CODES, open_conversation
     from ._launch import is_valid_session_id
     from .errors import AgentrtError
@@ -177,15 +181,39 @@ async def _run(
         sinks = [sink]
     if log_sink is not None:
         sinks.append(log_sink)
-    try:
+
+    async def converse() -> tuple[Any, str | None]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            terminal = await conv.ask(prompt)
-            session_id = conv.session_id
-    except AgentrtError as exc:
-        click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
-        return EXIT_RUNTIME
+            return await conv.ask(prompt), conv.session_id
+
+    outcome: tuple[Any, str | None] | None = None
+    stopped_by: list[int] = []
+    # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                async for signum in signals:
+                    stopped_by.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_signal)
+            try:
+                outcome = await converse()
+            except AgentrtError as exc:
+                click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+                return EXIT_RUNTIME
+            finally:
+                nursery.cancel_scope.cancel()
+    if stopped_by:
+        name = signal.Signals(stopped_by[0]).name
+        click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
+        return 128 + stopped_by[0]
+    assert outcome is not None
+    terminal, session_id = outcome
     if thread is not None:
         await store.save_thread(
             ThreadRecord(

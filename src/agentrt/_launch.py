@@ -325,6 +325,15 @@ class LaunchSpec:
             argv += ["--mcp-config", os.fspath(mcp_config)]
         return tuple(argv)
 
+    def check_executable(self) -> None:
+        """Re-check the executable as :meth:`from_env` did (absolute, regular file,
+        not a symlink, executable); call it right before every spawn.
+
+        Raises the launch contract's code (``cli_executable_is_symlink``,
+        ``cli_executable_not_found``, ...) if the file was swapped since.
+        """
+        _validate_executable(self.executable, "executable")
+
     def child_env(self, parent_env: Mapping[str, str]) -> dict[str, str]:
         """The child's complete environment: :data:`SAFE_ENV_KEYS` found in ``parent_env``
         overlaid with exactly the ``AWP_AGENT_CLI_ENV_JSON`` entries."""

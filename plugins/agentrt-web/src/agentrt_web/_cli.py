@@ -25,13 +25,16 @@ def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
 
     env = dict(os.environ)
 
+    stopped_by: list[int] = []
+
     async def main() -> None:
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
 
             async def on_signal() -> None:
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _sig in signals:
+                    async for sig in signals:
+                        stopped_by.append(sig)
                         stop.set()
                         return
 
@@ -58,3 +61,6 @@ def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
     except OSError as exc:
         click.echo(f"agentrt: error: web_bind_failed: cannot listen on {host}:{port}: {exc.strerror}", err=True)
         sys.exit(2)
+    if stopped_by:
+        # Stopped by a signal (after the bounded stop of every agent): 130 / 143, as a shell expects.
+        sys.exit(128 + stopped_by[0])
