@@ -2,7 +2,8 @@
 
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
-failure (exit before result, oversize output, spawn failure).
+failure (exit before result, oversize output, spawn failure, or a sink that
+failed on some events: ``sink_failed``, so output is never silently missing).
 """
 
 from __future__ import annotations
@@ -63,8 +64,18 @@ class _StdoutSink:
             await trio.to_thread.run_sync(self._write, data)
 
     def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except BrokenPipeError:
+            # Nobody reads any more (`| head`).  The runner reports the failure and the
+            # exit status says so; pointing stdout at /dev/null (as the Python docs
+            # advise) drops what is still buffered, so that the interpreter's final
+            # flush cannot fail again and replace that status with 120.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.out.fileno())
+            os.close(devnull)
+            raise
 
     async def aclose(self) -> None:
         import trio
@@ -167,6 +178,8 @@ async def _run(
     except AgentrtError as exc:
         click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
         return EXIT_RUNTIME
+    # Read after the block: the sinks have been flushed and closed by then.
+    sink_failures = conv.sink_failures
     if thread is not None:
         await store.save_thread(
             ThreadRecord(
@@ -177,7 +190,11 @@ async def _run(
                 session_id=session_id or (record.session_id if record else None),
             )
         )
+    if sink_failures:
+        # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
+        names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
+        click.echo(f"agentrt: error: sink_failed: output is incomplete: {names}", err=True)
     if isinstance(terminal, TurnFailed):
         click.echo(f"agentrt: error: {terminal.code}: {terminal.message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
-    return EXIT_OK
+    return EXIT_RUNTIME if sink_failures else EXIT_OK
