@@ -154,7 +154,11 @@ async def _run(
 
     record = None
     if thread is not None:
-        record = await store.get_thread(thread)
+        try:
+            record = await store.get_thread(thread)
+        except AgentrtError as exc:  # e.g. database_unavailable: the store's own code, nothing spawned
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_USAGE
         if resume is None and record is not None and record.session_id:
             if is_valid_session_id(record.session_id):
                 resume = record.session_id
@@ -181,15 +185,19 @@ async def _run(
     # Read after the block: the sinks have been flushed and closed by then.
     sink_failures = conv.sink_failures
     if thread is not None:
-        await store.save_thread(
-            ThreadRecord(
-                name=thread,
-                dialect=launch.protocol,
-                executable=launch.executable,
-                model=launch.model,
-                session_id=session_id or (record.session_id if record else None),
+        try:
+            await store.save_thread(
+                ThreadRecord(
+                    name=thread,
+                    dialect=launch.protocol,
+                    executable=launch.executable,
+                    model=launch.model,
+                    session_id=session_id or (record.session_id if record else None),
+                )
             )
-        )
+        except AgentrtError as exc:  # the turn ran, but the thread could not remember it
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_RUNTIME
     if sink_failures:
         # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
         names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
