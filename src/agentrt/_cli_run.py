@@ -2,8 +2,9 @@
 
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
-failure (exit before result, oversize output, spawn failure); 130 / 143
-interrupted by SIGINT / SIGTERM (the agent was stopped first).
+failure (exit before result, oversize output, spawn failure, or a sink that
+failed on some events: ``sink_failed``, so output is never silently missing);
+130 / 143 interrupted by SIGINT / SIGTERM (the agent was stopped first).
 """
 
 from __future__ import annotations
@@ -65,8 +66,18 @@ class _StdoutSink:
             await trio.to_thread.run_sync(self._write, data)
 
     def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except BrokenPipeError:
+            # Nobody reads any more (`| head`).  The runner reports the failure and the
+            # exit status says so; pointing stdout at /dev/null (as the Python docs
+            # advise) drops what is still buffered, so that the interpreter's final
+            # flush cannot fail again and replace that status with 120.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.out.fileno())
+            os.close(devnull)
+            raise
 
     async def aclose(self) -> None:
         import trio
@@ -166,7 +177,11 @@ async def _run(
 
     record = None
     if thread is not None:
-        record = await store.get_thread(thread)
+        try:
+            record = await store.get_thread(thread)
+        except AgentrtError as exc:  # e.g. database_unavailable: the store's own code, nothing spawned
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_USAGE
         if resume is None and record is not None and record.session_id:
             if is_valid_session_id(record.session_id):
                 resume = record.session_id
@@ -182,13 +197,16 @@ async def _run(
     if log_sink is not None:
         sinks.append(log_sink)
 
-    async def converse() -> tuple[Any, str | None]:
+    async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            return await conv.ask(prompt), conv.session_id
+            terminal = await conv.ask(prompt)
+            session_id = conv.session_id
+        # Read after the block: the sinks have been flushed and closed by then.
+        return terminal, session_id, conv.sink_failures
 
-    outcome: tuple[Any, str | None] | None = None
+    outcome: tuple[Any, str | None, Any] | None = None
     stopped_by: list[int] = []
     # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -213,18 +231,26 @@ async def _run(
         click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
         return 128 + stopped_by[0]
     assert outcome is not None
-    terminal, session_id = outcome
+    terminal, session_id, sink_failures = outcome
     if thread is not None:
-        await store.save_thread(
-            ThreadRecord(
-                name=thread,
-                dialect=launch.protocol,
-                executable=launch.executable,
-                model=launch.model,
-                session_id=session_id or (record.session_id if record else None),
+        try:
+            await store.save_thread(
+                ThreadRecord(
+                    name=thread,
+                    dialect=launch.protocol,
+                    executable=launch.executable,
+                    model=launch.model,
+                    session_id=session_id or (record.session_id if record else None),
+                )
             )
-        )
+        except AgentrtError as exc:  # the turn ran, but the thread could not remember it
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_RUNTIME
+    if sink_failures:
+        # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
+        names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
+        click.echo(f"agentrt: error: sink_failed: output is incomplete: {names}", err=True)
     if isinstance(terminal, TurnFailed):
         click.echo(f"agentrt: error: {terminal.code}: {terminal.message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
-    return EXIT_OK
+    return EXIT_RUNTIME if sink_failures else EXIT_OK

@@ -9,8 +9,10 @@ sink never slows the agent's stdout pump beyond its buffer policy:
 * ``"coalesce"``: when full, the conversation merges pending batches into one
   (text deltas concatenated) instead of waiting.  UIs use this.
 
-A sink that raises is reported (a ``diagnostic`` event ``sink_failed`` and a
-line on stderr) and detached; the conversation goes on.
+A sink that raises on a batch is reported (a ``diagnostic`` event
+``sink_failed`` and a line on stderr) and still receives later batches; after
+three failures in a row it is detached (``sink_detached``).  The conversation
+goes on either way.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 import math
 import os
@@ -14,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import orjson
 import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -122,10 +122,6 @@ def _error(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
 async def _json_body(request: Request) -> Any:
     size = 0
     chunks = []
@@ -135,9 +131,12 @@ async def _json_body(request: Request) -> Any:
             raise _HttpError(413, "request body too large")
         chunks.append(chunk)
     try:
-        return json.loads(b"".join(chunks), parse_constant=_reject_constant)
+        # orjson refuses what no store can keep (NaN/Infinity, lone surrogate escapes,
+        # invalid UTF-8) and nesting deeper than 1024 levels, all as a ValueError:
+        # bad input is a 422, never a 500 from a RecursionError or an encoder.
+        return orjson.loads(b"".join(chunks))
     except ValueError as exc:
-        raise _HttpError(422, "request body must be finite JSON") from exc
+        raise _HttpError(422, "request body must be finite JSON in valid Unicode, nested at most 1024 deep") from exc
 
 
 class _HttpError(Exception):
