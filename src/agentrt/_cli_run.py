@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import click
@@ -29,48 +29,61 @@ def fail(code: str, message: str, status: int = EXIT_USAGE) -> NoReturn:
 class _StdoutSink:
     """Writes the reply to stdout: plain text, or one JSON event per line.
 
-    Writes happen in a worker thread (stdout may be a slow pipe or terminal;
-    the trio thread must not block on it).
+    Each batch is rendered to bytes and written from the trio thread by an
+    :class:`~agentrt.sinks.FdWriter` (a non-blocking write and trio's wait on a
+    pipe), so a slow reader never blocks the trio thread and no batch pays a
+    worker-thread round trip.  When the reader goes away (EPIPE) nothing more
+    is written and ``on_closed`` is called once.
     """
 
     name = "stdout"
     policy = "block"
     buffer_size = 256
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, fd: int = 1) -> None:
+        from .sinks import FdWriter
+
         self.as_json = as_json
         self.wrote_text = False
-        self.out = sys.stdout.buffer
+        self.writer = FdWriter(fd)
+        #: Set when stdout's reader went away; nothing is written after it.
+        self.output_closed = False
+        self.on_closed: Callable[[], None] | None = None
 
     async def handle(self, batch: Any) -> None:
-        import trio
-
         from .events import TextDelta, to_json
 
-        parts: list[bytes] = []
+        if self.output_closed:
+            return
         if self.as_json:
             import orjson
 
-            for ev in batch.events:
-                parts.append(orjson.dumps(to_json(ev)) + b"\n")
+            dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+            data = b"".join([dumps(to_json(ev), option=newline) for ev in batch.events])
         else:
-            for ev in batch.events:
-                if type(ev) is TextDelta:
-                    parts.append(ev.text.encode("utf-8"))
-                    self.wrote_text = True
-        if parts:
-            data = b"".join(parts)
-            await trio.to_thread.run_sync(self._write, data)
+            texts = [ev.text for ev in batch.events if type(ev) is TextDelta]
+            if not texts:
+                return
+            self.wrote_text = True
+            data = "".join(texts).encode("utf-8", "replace")
+        await self._write(data)
 
-    def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
+    async def _write(self, data: bytes) -> None:
+        from .errors import AgentrtError
+        from .sinks import OUTPUT_CLOSED
+
+        try:
+            await self.writer.write(data)
+        except AgentrtError as exc:
+            if exc.code != OUTPUT_CLOSED:
+                raise
+            self.output_closed = True
+            if self.on_closed is not None:
+                self.on_closed()
 
     async def aclose(self) -> None:
-        import trio
-
-        if not self.as_json and self.wrote_text:
-            await trio.to_thread.run_sync(self._write, b"\n")
+        if not self.as_json and self.wrote_text and not self.output_closed:
+            await self._write(b"\n")
 
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None) -> Any:
@@ -135,6 +148,8 @@ async def _run(
     sink: _StdoutSink,
     prompt: str,
 ) -> int:
+    import trio
+
     from ._conversation import RUNTIME_FAILURE_CODES, open_conversation
     from ._launch import is_valid_session_id
     from .errors import AgentrtError
@@ -162,11 +177,20 @@ async def _run(
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            terminal = await conv.ask(prompt)
+            # Nobody reads the reply any more once stdout is closed: stop the turn
+            # (leaving the block stops and reaps the agent).
+            with trio.CancelScope() as reading:
+                sink.on_closed = reading.cancel
+                terminal = await conv.ask(prompt)
             session_id = conv.session_id
     except AgentrtError as exc:
         click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
         return EXIT_RUNTIME
+    if sink.output_closed:
+        # Later writes to fd 1 (the interpreter's final flush) go nowhere instead of failing again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
     if thread is not None:
         await store.save_thread(
             ThreadRecord(
@@ -177,6 +201,9 @@ async def _run(
                 session_id=session_id or (record.session_id if record else None),
             )
         )
+    if sink.output_closed:
+        click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
+        return EXIT_RUNTIME
     if isinstance(terminal, TurnFailed):
         click.echo(f"agentrt: error: {terminal.code}: {terminal.message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
