@@ -59,7 +59,14 @@ class _StdoutSink:
             import orjson
 
             dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-            data = b"".join([dumps(to_json(ev), option=newline) for ev in batch.events])
+            # Text deltas are most events: their JSON form built directly (the same
+            # as to_json's, a test holds them equal) skips the generic unstructuring.
+            data = b"".join([
+                dumps({"type": "text_delta", "text": ev.text, "index": ev.index}, option=newline)
+                if type(ev) is TextDelta
+                else dumps(to_json(ev), option=newline)
+                for ev in batch.events
+            ])
         else:
             texts = [ev.text for ev in batch.events if type(ev) is TextDelta]
             if not texts:

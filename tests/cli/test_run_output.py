@@ -57,3 +57,22 @@ def test_a_closed_stdout_stops_the_agent_and_exits_3_with_output_closed(tmp_path
     pid = int((tmp_path / "agent.pid").read_text())
     # The agent was stopped and reaped before agentrt exited (a live or zombie pid would still exist).
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_the_text_delta_fast_path_prints_what_to_json_prints() -> None:
+    import orjson
+    import trio
+
+    from agentrt._cli_run import _StdoutSink
+    from agentrt.events import EventBatch, TextDelta, ThinkingDelta, to_json
+
+    events = (TextDelta(text="a\u00e9\n\"", index=3), TextDelta(text=""), ThinkingDelta(text="t"))
+    r, w = os.pipe()
+    try:
+        sink = _StdoutSink(True, fd=w)
+        trio.run(sink.handle, EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0, events=events))
+        out = os.read(r, 1 << 16)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert out == b"".join(orjson.dumps(to_json(ev)) + b"\n" for ev in events)
