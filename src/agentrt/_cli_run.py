@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import click
@@ -32,58 +32,68 @@ def fail(code: str, message: str, status: int = EXIT_USAGE) -> NoReturn:
 class _StdoutSink:
     """Writes the reply to stdout: plain text, or one JSON event per line.
 
-    Writes happen in a worker thread (stdout may be a slow pipe or terminal;
-    the trio thread must not block on it).
+    Each batch is rendered to bytes and written from the trio thread by an
+    :class:`~agentrt.sinks.FdWriter` (a non-blocking write and trio's wait on a
+    pipe), so a slow reader never blocks the trio thread and no batch pays a
+    worker-thread round trip.  When the reader goes away (EPIPE) nothing more
+    is written and ``on_closed`` is called once.
     """
 
     name = "stdout"
     policy = "block"
     buffer_size = 256
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, fd: int = 1) -> None:
+        from .sinks import FdWriter
+
         self.as_json = as_json
         self.wrote_text = False
-        self.out = sys.stdout.buffer
+        self.writer = FdWriter(fd)
+        #: Set when stdout's reader went away; nothing is written after it.
+        self.output_closed = False
+        self.on_closed: Callable[[], None] | None = None
 
     async def handle(self, batch: Any) -> None:
-        import trio
-
         from .events import TextDelta, to_json
 
-        parts: list[bytes] = []
+        if self.output_closed:
+            return
         if self.as_json:
             import orjson
 
-            for ev in batch.events:
-                parts.append(orjson.dumps(to_json(ev)) + b"\n")
+            dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+            # Text deltas are most events: their JSON form built directly (the same
+            # as to_json's, a test holds them equal) skips the generic unstructuring.
+            data = b"".join([
+                dumps({"type": "text_delta", "text": ev.text, "index": ev.index}, option=newline)
+                if type(ev) is TextDelta
+                else dumps(to_json(ev), option=newline)
+                for ev in batch.events
+            ])
         else:
-            for ev in batch.events:
-                if type(ev) is TextDelta:
-                    parts.append(ev.text.encode("utf-8"))
-                    self.wrote_text = True
-        if parts:
-            data = b"".join(parts)
-            await trio.to_thread.run_sync(self._write, data)
+            texts = [ev.text for ev in batch.events if type(ev) is TextDelta]
+            if not texts:
+                return
+            self.wrote_text = True
+            data = "".join(texts).encode("utf-8", "replace")
+        await self._write(data)
 
-    def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes) -> None:
+        from .errors import AgentrtError
+        from .sinks import OUTPUT_CLOSED
+
         try:
-            self.out.write(data)
-            self.out.flush()
-        except BrokenPipeError:
-            # Nobody reads any more (`| head`).  The runner reports the failure and the
-            # exit status says so; pointing stdout at /dev/null (as the Python docs
-            # advise) drops what is still buffered, so that the interpreter's final
-            # flush cannot fail again and replace that status with 120.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.out.fileno())
-            os.close(devnull)
-            raise
+            await self.writer.write(data)
+        except AgentrtError as exc:
+            if exc.code != OUTPUT_CLOSED:
+                raise
+            self.output_closed = True
+            if self.on_closed is not None:
+                self.on_closed()
 
     async def aclose(self) -> None:
-        import trio
-
-        if not self.as_json and self.wrote_text:
-            await trio.to_thread.run_sync(self._write, b"\n")
+        if not self.as_json and self.wrote_text and not self.output_closed:
+            await self._write(b"\n")
 
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
@@ -201,7 +211,12 @@ async def _run(
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            terminal = await conv.ask(prompt)
+            # Nobody reads the reply any more once stdout is closed: stop the turn
+            # (leaving the block stops and reaps the agent).
+            terminal = None
+            with trio.CancelScope() as reading:
+                sink.on_closed = reading.cancel
+                terminal = await conv.ask(prompt)
             session_id = conv.session_id
         # Read after the block: the sinks have been flushed and closed by then.
         return terminal, session_id, conv.sink_failures
@@ -226,6 +241,11 @@ async def _run(
                 return EXIT_RUNTIME
             finally:
                 nursery.cancel_scope.cancel()
+    if sink.output_closed:
+        # Later writes to fd 1 (the interpreter's final flush) go nowhere instead of failing again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
     if stopped_by:
         name = signal.Signals(stopped_by[0]).name
         click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
@@ -246,6 +266,9 @@ async def _run(
         except AgentrtError as exc:  # the turn ran, but the thread could not remember it
             click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
             return EXIT_RUNTIME
+    if sink.output_closed:
+        click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
+        return EXIT_RUNTIME
     if sink_failures:
         # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
         names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())

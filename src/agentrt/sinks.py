@@ -9,6 +9,10 @@ sink never slows the agent's stdout pump beyond its buffer policy:
 * ``"coalesce"``: when full, the conversation merges pending batches into one
   (text deltas concatenated) instead of waiting.  UIs use this.
 
+A sink that writes to stdout or another pipe can use :class:`FdWriter`: it
+writes from the trio thread without blocking it and without a worker-thread
+round trip per batch.
+
 A sink that raises on a batch is reported (a ``diagnostic`` event
 ``sink_failed`` and a line on stderr) and still receives later batches; after
 three failures in a row it is detached (``sink_detached``).  The conversation
@@ -20,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
-__all__ = ["Sink", "SinkFactory", "BufferPolicy"]
+__all__ = ["Sink", "SinkFactory", "BufferPolicy", "FdWriter", "OUTPUT_CLOSED"]
 
 BufferPolicy = Literal["block", "coalesce"]
 
