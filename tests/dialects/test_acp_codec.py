@@ -336,3 +336,49 @@ def test_other_agent_requests_and_stray_messages() -> None:
     assert isinstance(ev, RawEvent)  # an empty first chunk (claude-agent-acp sends one) is no text
     (ev,) = codec.decode({"jsonrpc": "2.0", "id": [1], "method": "x"})
     assert isinstance(ev, Diagnostic) and ev.code == "unexpected_output_shape"
+
+
+# -- the typed line loader ---------------------------------------------------------------------
+
+
+def _chunk_line(text: Any, sid: Any = "s1", **extra: Any) -> bytes:
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    return orjson.dumps(
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}, **extra}
+    )
+
+
+TYPED_CASES = [
+    _chunk_line("hello"),
+    _chunk_line(""),
+    _chunk_line("x", sid="other"),
+    _chunk_line("x", id=4),
+    _chunk_line(5),
+    _chunk_line("dup")[:-1] + b',"method":"other/method"}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"image","data":"AA=="}}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"py","type":"text"},"sessionUpdate":"agent_message_chunk"},"sessionId":"s1"}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"t"}}}}',
+]
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["plain", "replaying"])
+def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
+    from agentrt._framing import JsonlReader
+
+    blob = (
+        b"\n".join([*TYPED_CASES, *(CAPTURES / "ts_example_allow.stdout.jsonl").read_bytes().splitlines()[2:]]) + b"\n"
+    )
+
+    def read(typed: bool) -> list[tuple[str, Any]]:
+        codec = _ready()
+        codec._updates.replaying = loaded
+        reader = JsonlReader(codec.line_loader if typed else None)
+        events = codec.decode_batch(reader.feed(blob))
+        return [(repr(ev), ev.raw) for ev in events]
+
+    typed, plain = read(True), read(False)
+    assert typed == plain
+    assert any("hello" in r for r, _ in plain) is not loaded  # replayed history is no reply text
+    # The hot line did take the typed path.
+    codec = _ready()
+    assert type(codec.line_loader(_chunk_line("hello"))) is tuple  # type: ignore[misc]

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
 import orjson
 import trio
 
-from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn
+from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn, make_text_delta
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -36,6 +37,7 @@ from agentrt.events import (
 
 from . import _fs
 from ._options import AcpOptions
+from ._typed import load_line
 from ._updates import UpdateDecoder
 
 __all__ = ["AcpHostCodec", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
@@ -118,6 +120,8 @@ class AcpHostCodec(HostCodec):
         #: The session the agent opened (or loaded), once it has.
         self.session_id: str | None = None
         self._updates = UpdateDecoder()
+        # Typed first parse of text-chunk lines (see _typed).
+        self.line_loader = load_line
 
     # -- configuration and encoding ------------------------------------------
     def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
@@ -246,8 +250,41 @@ class AcpHostCodec(HostCodec):
         return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
 
     # -- decoding --------------------------------------------------------------
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for one chunk's messages: typed text-chunk lines inlined, the rest via :meth:`decode`.
+
+        Same events as :meth:`decode` per message; a ``(ChunkLine, line)`` pair
+        from :attr:`line_loader` gives a ``TextDelta`` whose ``raw`` is the line.
+        """
+        out: list[Event] = []
+        append = out.append
+        updates = self._updates
+        make = make_text_delta
+        unset = msgspec.UNSET
+        for obj in objs:
+            if type(obj) is tuple:
+                typed, line = obj
+                params = typed.params
+                text = params.update.content.text
+                sid = self.session_id
+                if (
+                    text
+                    and typed.id is unset
+                    and typed.method == "session/update"
+                    and not updates.replaying
+                    and (sid is None or params.sessionId == sid)
+                ):
+                    updates.in_text = True
+                    append(make(text, updates.index, line))
+                    continue
+                obj = orjson.loads(line)
+            out.extend(self.decode(obj))
+        return out
+
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one JSON-RPC message from the agent."""
+        if type(obj) is tuple:  # a typed line (line_loader), one at a time
+            return self.decode_batch([obj])
         if type(obj) is not dict:
             return (Diagnostic(code="unexpected_output_shape", detail="not a JSON-RPC message object", raw=obj),)
         method = obj.get("method")

@@ -53,8 +53,10 @@ class UpdateDecoder:
     """Stateful: text runs get a new block index after anything that is not text."""
 
     def __init__(self) -> None:
+        #: The block index of the current (or next) text run.
         self.index = 0
-        self._in_text = False
+        #: A text run is open (the next non-text update starts a new block).
+        self.in_text = False
         #: Replayed history (``session/load``) is not reply text while this is set.
         self.replaying = False
 
@@ -70,7 +72,7 @@ class UpdateDecoder:
                     return [RawEvent(name=kind, raw=raw)]
                 if kind == "agent_thought_chunk":
                     return [ThinkingDelta(text=text, index=self.index, raw=raw)]
-                self._in_text = True
+                self.in_text = True
                 return [make_text_delta(text, self.index, raw)]
             self._break()
             kind_name = content.get("type") if isinstance(content, dict) else None
@@ -98,8 +100,8 @@ class UpdateDecoder:
         return [Diagnostic(code="unexpected_output_shape", detail="session/update without sessionUpdate", raw=raw)]
 
     def _break(self) -> None:
-        if self._in_text:
-            self._in_text = False
+        if self.in_text:
+            self.in_text = False
             self.index += 1
 
     def _tool_call(self, update: Mapping[str, Any], raw: Any) -> list[Event]:
