@@ -45,9 +45,9 @@ def _host(**start: Any) -> AcpHostCodec:
     return codec
 
 
-def _replay(name: str, allow: bool) -> tuple[list[Event], list[Any]]:
+def _replay(name: str, allow: bool, resume: str | None = None) -> tuple[list[Event], list[Any]]:
     """Decode a capture's stdout as the host would, answering as the recorder did; return events and lines sent."""
-    codec = _host()
+    codec = _host(resume=resume)
     sent = _split(codec.encode_turn(Turn.text("Say hello")))
     events: list[Event] = []
     for obj in _lines(CAPTURES / f"{name}.stdout.jsonl"):
@@ -96,6 +96,24 @@ def test_python_example_captures() -> None:
     # The second turn's response is not ours in this replay (one prompt sent): a diagnostic, not a terminal.
     assert [type(ev) for ev in events if isinstance(ev, (TurnCompleted, TurnFailed))] == [TurnCompleted]
     assert [ev.code for ev in events if isinstance(ev, Diagnostic)] == ["unexpected_response"]
+
+
+def test_claude_agent_acp_captures() -> None:
+    events, sent = _replay("claude_acp_two_turns", False)
+    assert [m.get("method") for m in sent] == ["initialize", "session/new", "session/prompt"]
+    first = [ev for ev in events if isinstance(ev, (TextDelta, TurnCompleted))][:3]
+    assert [ev.text for ev in first[:2]] == ["Hello from t", "he fake API."]  # the empty first chunk is no text
+    assert isinstance(first[2], TurnCompleted) and first[2].usage == Usage(
+        input_tokens=10, output_tokens=5, cache_read_input_tokens=0, cache_creation_input_tokens=0
+    )
+    sid = next(ev.session_id for ev in events if isinstance(ev, SessionStarted))
+    events, sent = _replay("claude_acp_load", False, resume=sid)
+    assert [m.get("method") for m in sent] == ["initialize", "session/load", "session/prompt"]
+    replayed = [ev.name for ev in events if isinstance(ev, RawEvent) and ev.name.startswith("replay/")]
+    assert replayed.count("replay/agent_message_chunk") == 2 and "replay/user_message_chunk" in replayed
+    assert "".join(ev.text for ev in events if isinstance(ev, TextDelta)) == "Hello from the fake API."
+    assert [ev.session_id for ev in events if isinstance(ev, SessionStarted)] == [sid]
+    assert not [ev for ev in events if isinstance(ev, Diagnostic)]
 
 
 def test_check_dialect_decode_only_with_the_captures() -> None:
