@@ -341,3 +341,16 @@ async def test_cancel_and_image_capability(tmp_path: Path) -> None:
         assert stream.terminal.raw["result"] == {"stopReason": "cancelled"}
         _, again = await _turn(conv, "after cancel")
         assert isinstance(again, TurnCompleted)
+
+
+async def test_exit_before_the_prompt_response_and_malformed_lines(tmp_path: Path) -> None:
+    async with open_conversation(
+        _fixture_launch(tmp_path), dialect=AcpDialect(), permission_policy=deny_all, parent_env=_parent_env()
+    ) as conv:
+        events, result = await _turn(conv, "garbage")
+        assert isinstance(result, TurnCompleted) and _text(events) == "beforeafter"
+        assert [ev.code for ev in events if isinstance(ev, Diagnostic)] == ["malformed_output_line"]
+        events, result = await _turn(conv, "exit")
+        assert isinstance(result, TurnFailed) and result.code == "exit_before_result"
+        assert _text(events) == "bye"
+        assert [ev for ev in events if isinstance(ev, (TurnCompleted, TurnFailed))] == [result]
