@@ -95,6 +95,11 @@ _SINK_CLOSE_TIMEOUT = 10.0
 MAX_SINK_FAILURES = 3
 
 
+def _absolute(cwd: str | None) -> str:
+    # The working directory a protocol is told (ACP's session/new wants it absolute).
+    return os.path.abspath(cwd or os.getcwd())
+
+
 class _SinkRunner:
     """One attached sink: its own task, its own bounded buffer and policy.
 
@@ -442,6 +447,7 @@ class Conversation:
         if self._proc is not None:
             # A new process speaks a new stream: fresh codec and framing state.
             self._codec = self.dialect.host_codec()
+        self._codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
         proc: AgentProcess = await self._nursery.start(self._run_process, spec)
         return proc
 
@@ -485,6 +491,7 @@ class Conversation:
     async def _pump(self, proc: AgentProcess) -> None:
         codec = self._codec
         reader = JsonlReader(codec.line_loader)
+        drain = codec.drain_output
         oversize = False
         seen_malformed = 0
         while True:
@@ -511,6 +518,12 @@ class Conversation:
                 else:
                     seen_malformed = reader.malformed_count
                     await self._dispatch(self._decode(codec, objs))
+                owed = drain()
+                if owed:  # a request/response protocol's next request (e.g. its handshake)
+                    try:
+                        await proc.send(owed)
+                    except AgentrtError as exc:
+                        await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))
         if not oversize:
             tail = self._decode(codec, reader.finish())
             tail.extend(codec.finish())
@@ -655,6 +668,15 @@ class Conversation:
             return
         response: dict[str, Any] | None = None
         error: str | None = None
+        own: bytes | None = None
+        with trio.move_on_after(_POLICY_TIMEOUT):
+            own = await self._codec.answer_control(req)
+        if own is not None:
+            try:
+                await proc.send(own)
+            except AgentrtError as exc:
+                self._internal_events.append(Diagnostic(code=exc.code, detail="could not answer a control request"))
+            return
         if req.subtype == "can_use_tool":
             body = req.request
             tool_input = body.get("input")

@@ -364,6 +364,10 @@ class LaunchSpec:
             work_dir = os.fspath(cwd)
             if not isinstance(work_dir, str) or not work_dir or "\x00" in work_dir:
                 raise AgentrtError("invalid_working_directory", "the working directory must be a non-empty path")
-        argv = self.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
+        launch = self
+        if getattr(dialect, "session_in_band", False):
+            # The protocol carries the model and the session to resume, not argv.
+            launch, resume = attrs.evolve(self, model=None), None
+        argv = launch.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
         env = self.child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)
