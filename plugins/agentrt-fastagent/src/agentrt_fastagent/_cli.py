@@ -51,7 +51,7 @@ def _run(fn: Callable[[BotsConfig, Any, Mapping[str, str]], Awaitable[T]]) -> T:
 def open_store(cfg: BotsConfig, env: Mapping[str, str]) -> tuple[Any, str]:
     """The bot store: a plugin's (``store = "auto"|"plugin"``), else the JSON file store."""
     if cfg.store in ("auto", "plugin"):
-        from agentrt._plugins import get_plugins
+        from agentrt import get_plugins
 
         store = get_plugins().bot_store(env)
         if store is not None:
@@ -297,7 +297,7 @@ def cmd_supervise(as_json: bool) -> None:
         if hasattr(store, "append_timeline") and isinstance(store, JsonFileBotStore):
             sinks.append(TimelineSink(store))
         else:
-            from agentrt._plugins import get_plugins
+            from agentrt import get_plugins
 
             factory = get_plugins().sinks().get("sqlite")
             options = {"env": dict(env), "dialect": "fastagent"}

@@ -35,9 +35,6 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt._exceptions import collapse_single_group
-from agentrt._framing import JsonlReader, Malformed, OutputOversize
-from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt.bots import AtomicBotStore, BotRecord, BotStore
 from agentrt.errors import AgentrtError
 from agentrt.events import (
@@ -48,6 +45,15 @@ from agentrt.events import (
     ProcessExited,
     StateChanged,
     Status,
+)
+from agentrt.lowlevel import (
+    AgentProcess,
+    JsonlReader,
+    Malformed,
+    OutputOversize,
+    ProcessSpec,
+    collapse_single_group,
+    open_process,
 )
 from agentrt.sinks import Sink
 

@@ -143,7 +143,7 @@ class BotManager:
         self._nursery.start_soon(self._poll)
 
     async def _run_supervisor(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from agentrt._plugins import get_plugins
+        from agentrt import get_plugins
         from agentrt_fastagent.api import JsonFileBotStore, TimelineSink, open_supervisor
 
         cfg = self.config

@@ -24,7 +24,6 @@ carries only the random session id.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 import time
 from collections import OrderedDict
@@ -35,7 +34,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-__all__ = ["SecurityMiddleware", "Sessions", "Session", "is_loopback_host", "CSP", "COOKIE"]
+from agentrt.net import is_loopback_host
+
+__all__ = ["SecurityMiddleware", "Sessions", "Session", "CSP", "COOKIE"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -53,17 +54,6 @@ _SESSION_TTL = 7 * 86400.0
 _PUBLIC_PREFIXES = ("/static/", "/login", "/favicon.ico")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_FORM_PEEK = 64 * 1024
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    host = host.strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @attrs.define
