@@ -149,15 +149,16 @@ async def _run(
                 resume = record.session_id
             else:
                 click.echo("agentrt: warning: invalid_session_id: stored session id ignored", err=True)
-    extra = plugins.sinks()
-    # On a terminal, the terminal UI (when its plugin is installed) renders the
+    # On a terminal, the terminal sink (when a plugin provides one) renders the
     # reply: live text, tool progress, a usage footer.  Elsewhere, plain text.
-    if not sink.as_json and "tui" in extra and sys.stdout.isatty():
-        sinks: list[Any] = [extra["tui"]({})]
-    else:
-        sinks = [sink]
-    if thread is not None and "sqlite" in extra:
-        sinks.append(extra["sqlite"]({"env": env, "thread": thread}))
+    try:
+        terminal_sink = plugins.sink_for("terminal") if not sink.as_json and sys.stdout.isatty() else None
+        recorder = plugins.sink_for("recorder") if thread is not None else None
+    except AgentrtError as exc:  # ambiguous_sink_role, duplicate_registration: a configuration error
+        fail(exc.code, exc.detail)
+    sinks: list[Any] = [terminal_sink({})] if terminal_sink is not None else [sink]
+    if recorder is not None:
+        sinks.append(recorder({"env": env, "thread": thread}))
     try:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env

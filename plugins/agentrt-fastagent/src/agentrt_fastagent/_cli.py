@@ -299,7 +299,7 @@ def cmd_supervise(as_json: bool) -> None:
         else:
             from agentrt import get_plugins
 
-            factory = get_plugins().sinks().get("sqlite")
+            factory = get_plugins().sink_for("recorder")
             options = {"env": dict(env), "dialect": "fastagent"}
             sinks.append(factory(options) if factory is not None else TimelineSink(store))
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

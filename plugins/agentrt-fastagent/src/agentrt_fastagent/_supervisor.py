@@ -430,6 +430,7 @@ class Supervisor:
             )
             await self._mark_failed(bot_id, code, f"{message} ({exc.detail})")
             return None, None
+        assert profile is not None  # build_process_spec refuses a missing profile (llm_profile_required)
         model = profile.model
         # The model this start runs with, as the record's snapshot (the profile may change later).
         await self._update(bot_id, lambda r: r if r.model == model else attrs.evolve(r, model=model))
