@@ -144,3 +144,28 @@ def test_every_lowlevel_name_has_a_docstring_and_is_in_the_docs(name: str) -> No
 def test_lowlevel_exports_exactly_its_all() -> None:
     public = {n for n in vars(agentrt.lowlevel) if not n.startswith("_") and n != "annotations"}
     assert public == set(agentrt.lowlevel.__all__)
+
+
+def test_every_import_of_another_plugin_package_is_a_declared_dependency() -> None:
+    """A plugin importing another plugin's package declares it (a dependency or an extra) in its pyproject."""
+    import tomllib
+
+    bad: list[str] = []
+    checked = 0
+    for pyproject in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        reqs = list(project.get("dependencies", []))
+        for extra in project.get("optional-dependencies", {}).values():
+            reqs.extend(extra)
+        allowed = {r.split("[")[0].split(">")[0].split("=")[0].strip().replace("-", "_") for r in reqs}
+        src = pyproject.parent / "src"
+        for path in sorted(src.rglob("*.py")):
+            own = path.relative_to(src).parts[0]
+            for line, module in _imported_modules(path.read_text(encoding="utf-8")):
+                top = module.split(".")[0]
+                if top.startswith("agentrt_") and top != own:
+                    checked += 1
+                    if top not in allowed:
+                        bad.append(f"{path.relative_to(ROOT)}:{line} imports {top}, not declared by {project['name']}")
+    assert checked >= 2, "no cross-plugin import found: the scan is broken"
+    assert not bad, "\n".join(bad)
