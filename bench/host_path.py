@@ -80,8 +80,7 @@ class _NoopSink:
 
 async def agentrt_path(path: str, protocol: str, sink_factory: Any = None) -> tuple[int, float, float]:
     """(events seen, seconds, parent CPU seconds) for the whole host path over ``path``."""
-    from agentrt import LaunchSpec, open_conversation
-    from agentrt._plugins import Plugins
+    from agentrt import LaunchSpec, Plugins, open_conversation
 
     plugins = Plugins(autoload=True)
     launch = LaunchSpec(executable=PYTHON, prefix_args=(EMIT, path), protocol=protocol)
@@ -158,10 +157,8 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     """
     import orjson
 
-    from agentrt._conversation import Conversation
-    from agentrt._framing import JsonlReader
-    from agentrt._launch import LaunchSpec
-    from agentrt._plugins import Plugins
+    from agentrt import Conversation, LaunchSpec, Plugins
+    from agentrt.lowlevel import JsonlReader
     from agentrt.permissions import deny_all
 
     plugins = Plugins(autoload=True)
@@ -240,8 +237,8 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
     """
     import tracemalloc
 
-    from agentrt._framing import JsonlReader
-    from agentrt._plugins import Plugins
+    from agentrt import Plugins
+    from agentrt.lowlevel import JsonlReader
 
     dialect = Plugins(autoload=True).dialect(protocol)
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]

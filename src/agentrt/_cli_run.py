@@ -197,13 +197,13 @@ async def _run(
                 resume = record.session_id
             else:
                 click.echo("agentrt: warning: invalid_session_id: stored session id ignored", err=True)
-    extra = plugins.sinks()
-    # On a terminal, the terminal UI (when its plugin is installed) renders the
+    # On a terminal, the terminal sink (when a plugin provides one) renders the
     # reply: live text, tool progress, a usage footer.  Elsewhere, plain text.
-    if not sink.as_json and "tui" in extra and sys.stdout.isatty():
-        sinks: list[Any] = [extra["tui"]({})]
-    else:
-        sinks = [sink]
+    try:
+        terminal_sink = plugins.sink_for("terminal") if not sink.as_json and sys.stdout.isatty() else None
+    except AgentrtError as exc:  # ambiguous_sink_role, duplicate_registration: a configuration error
+        fail(exc.code, exc.detail)
+    sinks: list[Any] = [terminal_sink({})] if terminal_sink is not None else [sink]
     if log_sink is not None:
         sinks.append(log_sink)
 

@@ -19,8 +19,7 @@ import attrs
 import trio
 
 from agentrt.errors import AgentrtError
-
-from ._security import is_loopback_host
+from agentrt.net import is_loopback_host
 
 __all__ = ["WebOptions", "serve_web", "resolve_token"]
 
