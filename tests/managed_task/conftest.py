@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
-from agentrt_managed_task._store import ThreadedStore
+from agentrt_managed_task._store import Store
 from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist
 
 API_KEY = "mt-test-key-0123456789abcdef"
@@ -98,12 +98,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
+async def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Any:
     """``await make_store(kind)``: a fresh store (a new SQLite file, or a new Redis key prefix)."""
-    opened: list[ThreadedStore] = []
+    opened: list[Store] = []
     counter = iter(range(1000))
 
-    async def make(kind: str) -> ThreadedStore:
+    async def make(kind: str) -> Store:
         if kind == "sqlite":
             store = await open_store(database=str(tmp_path / f"cp-{next(counter)}.db"))
         else:
@@ -114,11 +114,11 @@ def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Callable[..., A
 
     yield make
     for store in opened:
-        store.core.close()
+        await store.aclose()
 
 
 @pytest.fixture
-async def store(backend: str, make_store: Callable[..., Any]) -> ThreadedStore:
+async def store(backend: str, make_store: Callable[..., Any]) -> Store:
     """A fresh store of the parametrised backend."""
     return await make_store(backend)
 
@@ -127,7 +127,7 @@ async def store(backend: str, make_store: Callable[..., Any]) -> ThreadedStore:
 def control_plane(nursery: trio.Nursery) -> Callable[..., Any]:
     """``await control_plane(store, **settings)`` -> base URL of a real server on loopback."""
 
-    async def start(store: ThreadedStore, **overrides: Any) -> str:
+    async def start(store: Store, **overrides: Any) -> str:
         settings = ControlPlaneSettings(**{"api_key": API_KEY, "maintenance_interval": 0.2, **overrides})
         shutdown = trio.Event()
         url: str = await nursery.start(
