@@ -27,6 +27,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import trio
 
@@ -156,16 +157,18 @@ class RedisLink:
         await self._closed.wait()
 
 
-def _client(url: str, connect_timeout: float, timeout: float, max_connections: int) -> coredis.Redis[bytes]:
-    for name, value in (("connect_timeout", connect_timeout), ("timeout", timeout)):
+def _client(url: str, connect_timeout: float, command_timeout: float, max_connections: int) -> coredis.Redis[bytes]:
+    for name, value in (("connect_timeout", connect_timeout), ("command_timeout", command_timeout)):
         if not (math.isfinite(value) and value > 0):
             raise AgentrtError("redis_timeout_invalid", f"{name} must be a positive number of seconds")
+    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        raise AgentrtError("redis_url_invalid", "a redis URL starts with redis://, rediss:// or unix://")
     try:
         return coredis.Redis.from_url(
             url,
             connect_timeout=connect_timeout,
-            stream_timeout=timeout,
-            pool_timeout=timeout,
+            stream_timeout=command_timeout,
+            pool_timeout=command_timeout,
             max_connections=max_connections,
             retry_policy=NoRetryPolicy(),
         )
@@ -175,26 +178,32 @@ def _client(url: str, connect_timeout: float, timeout: float, max_connections: i
 
 @asynccontextmanager
 async def open_redis(
-    url: str, *, connect_timeout: float = 5.0, timeout: float = 10.0, max_connections: int = 32
+    url: str, *, connect_timeout: float = 5.0, command_timeout: float = 10.0, max_connections: int = 32
 ) -> AsyncIterator[RedisLink]:
     """Connect to ``url`` (``redis://``, ``rediss://`` or ``unix://``) for the duration of the block.
 
     The server must answer a ``PING`` within ``connect_timeout`` seconds; every later command is
-    bounded by ``timeout``.
+    bounded by ``command_timeout`` seconds.
     """
-    link = RedisLink(_client(url, connect_timeout, timeout, max_connections))
+    link = RedisLink(_client(url, connect_timeout, command_timeout, max_connections))
     started = trio.Event()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(link._serve, started)
-        try:
-            await link._ready(started, connect_timeout)
-            yield link
-        finally:
-            link._closing.set()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(link._serve, started)
+            try:
+                await link._ready(started, connect_timeout)
+                yield link
+            finally:
+                link._closing.set()
+    except BaseExceptionGroup as group:
+        # _serve never raises, so a lone exception is the caller's (or the connect's): raise it as is.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 async def connect_redis(
-    url: str, *, connect_timeout: float = 5.0, timeout: float = 10.0, max_connections: int = 32
+    url: str, *, connect_timeout: float = 5.0, command_timeout: float = 10.0, max_connections: int = 32
 ) -> RedisLink:
     """Like :func:`open_redis`, for owners closed with :meth:`RedisLink.aclose` rather than by a block.
 
@@ -202,7 +211,7 @@ async def connect_redis(
     server's store is opened by its setup code and used by every request handler); they end with
     :meth:`RedisLink.aclose` or with the trio run, whichever comes first.
     """
-    link = RedisLink(_client(url, connect_timeout, timeout, max_connections))
+    link = RedisLink(_client(url, connect_timeout, command_timeout, max_connections))
     started = trio.Event()
     trio.lowlevel.spawn_system_task(link._serve, started)
     try:

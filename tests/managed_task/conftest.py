@@ -29,7 +29,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def _start_redis(port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("redis-server")
     if exe is None:
         # CI installs it (.ci/run) and must run these tests; elsewhere say what is missing.
@@ -37,7 +37,7 @@ def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
-    port = _free_port()
+    port = port or _free_port()
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.PIPE,
@@ -91,9 +91,30 @@ def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             proc.stdout.close()
 
 
+@pytest.fixture
+def restart_redis() -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    """``restart_redis(url)``: a new, empty redis-server on the port of ``url`` (stopped at teardown)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def restart(url: str) -> subprocess.Popen[bytes]:
+        proc, _ = _start_redis(int(url.rsplit(":", 1)[1].split("/", 1)[0]))
+        started.append(proc)
+        return proc
+
+    yield restart
+    for proc in started:
+        _stop_redis(proc)
+
+
 @pytest.fixture(params=["sqlite", "redis"])
 def backend(request: pytest.FixtureRequest) -> str:
-    """Both storage backends."""
+    """Both storage backends.
+
+    The redis-server is started here, in a sync fixture, so a missing one skips with its reason:
+    a skip raised inside an async fixture reaches pytest through pytest-trio without its message.
+    """
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")
     return str(request.param)
 
 
