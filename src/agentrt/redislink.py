@@ -11,8 +11,10 @@ every command is bounded (connect, read and pool waits).  A state change is one 
 digest (``EVALSHA``) and loaded again when the server has forgotten it (after a restart).
 
 Failures keep stable codes: ``redis_unavailable`` (cannot connect, connection lost, timed out, the
-link closed), ``redis_url_invalid`` (a URL the client cannot use) and ``redis_client_missing`` (the
-``coredis`` package is not installed).  A script's own ``redis.error_reply('reason')`` arrives as
+link closed), ``redis_auth_failed`` (credentials missing or refused), ``redis_handshake_refused`` (a
+server older than Redis 6), ``redis_url_invalid`` (a URL the client cannot use) and
+``redis_client_missing`` (the ``coredis`` package is not installed).  A script's own
+``redis.error_reply('reason')`` arrives as
 :class:`RedisScriptError` with that reason, for the store to map onto its own exceptions.  Details
 never carry the URL (it may hold a password).
 
@@ -122,6 +124,8 @@ class RedisLink:
             raise AgentrtError(REDIS_UNAVAILABLE, "the redis link is closed")
         try:
             return await command()
+        except (coredis.exceptions.AuthenticationError, coredis.exceptions.AuthorizationError) as exc:
+            raise AgentrtError("redis_auth_failed", f"redis refused the credentials ({type(exc).__name__})") from None
         except coredis.exceptions.ResponseError as exc:
             raise RedisScriptError(str(exc).strip()) from None
         except _TRANSPORT_ERRORS as exc:
@@ -149,7 +153,11 @@ class RedisLink:
             await started.wait()
         if self._closed.is_set():
             raise _unavailable(self._failure or RuntimeError("closed"))
-        await self.ping()
+        try:
+            await self.ping()
+        except RedisScriptError:
+            # The handshake itself was refused: a server older than Redis 6 does not know HELLO (RESP3).
+            raise AgentrtError("redis_handshake_refused", "redis refused the handshake (Redis 6 or later)") from None
 
     async def aclose(self) -> None:
         """Close every connection (idempotent); returns once they are closed."""

@@ -29,7 +29,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start_redis(port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def _start_redis(port: int | None = None, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("redis-server")
     if exe is None:
         # CI installs it (.ci/run) and must run these tests; elsewhere say what is missing.
@@ -39,7 +39,7 @@ def _start_redis(port: int | None = None) -> tuple[subprocess.Popen[bytes], str]
         pytest.skip(message)
     port = port or _free_port()
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={"PATH": "/usr/bin:/bin"},
@@ -89,6 +89,17 @@ def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             _stop_redis(proc)
         elif proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture
+def password_redis() -> Iterator[tuple[str, str]]:
+    """A redis-server of this test alone that requires a password; ``(url without it, password)``."""
+    password = "pw-" + os.urandom(8).hex()
+    proc, url = _start_redis(None, "--requirepass", password)
+    try:
+        yield url, password
+    finally:
+        _stop_redis(proc)
 
 
 @pytest.fixture

@@ -55,6 +55,19 @@ async def test_a_password_in_the_url_never_reaches_the_error() -> None:
     assert "hunter2" not in str(info.value) and "hunter2" not in repr(info.value.__cause__)
 
 
+async def test_missing_or_wrong_credentials_are_redis_auth_failed(password_redis: Any) -> None:
+    url, password = password_redis
+    with_password = url.replace("redis://", f"redis://:{password}@")
+    wrong = url.replace("redis://", "redis://:not-the-password@")
+    with trio.fail_after(30):
+        for bad in (url, wrong):
+            with pytest.raises(AgentrtError) as info:
+                await connect_redis(bad)
+            assert info.value.code == "redis_auth_failed" and password not in str(info.value)
+        async with open_redis(with_password) as link:
+            await link.ping()
+
+
 async def test_scripts_run_atomically_and_their_error_replies_keep_the_reason(redis_url: str) -> None:
     incr = LuaScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
     refuse = LuaScript("return redis.error_reply('stale_attempt')")
