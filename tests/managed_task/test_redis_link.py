@@ -41,6 +41,18 @@ async def test_unreachable_server_is_a_stable_code_not_a_hang() -> None:
     assert "redis_unavailable" in store_error.value.detail
 
 
+def test_control_plane_cli_reports_an_unreachable_redis_cleanly() -> None:
+    agentrt = os.path.join(os.path.dirname(sys.executable), "agentrt")
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "AGENTRT_CONTROL_PLANE_API_KEY": "mt-test-key-0123456789abcdef"}
+    url = _refused_url().replace("redis://", "redis://:hunter2-secret@")
+    done = subprocess.run(
+        [agentrt, "control-plane", "--port", "0", "--redis", url], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "control_plane_storage_unavailable" in done.stderr and "redis_unavailable" in done.stderr
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:6379", "redis://127.0.0.1:notaport/0"])
 async def test_bad_url_is_refused_with_a_code(url: str) -> None:
     with pytest.raises(AgentrtError) as info:
