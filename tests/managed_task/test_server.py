@@ -235,7 +235,7 @@ async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, cont
             await tool.call({"argv": ["echo"]}, ToolContext(session_id="s", turn_identity="t", tool_call_id="c"))
         assert info.value.code == "control_plane_http_500"
     finally:
-        store.core.close()
+        await store.aclose()
 
 
 async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, control_plane: Any) -> None:

@@ -253,7 +253,7 @@ async def test_a_worker_that_lost_its_lease_stops_the_command(
         while not pidfile.exists() or not pidfile.read_text():
             await trio.sleep(0.02)
     # As if the worker had been partitioned past its lease: the control plane requeues the task.
-    assert await trio.to_thread.run_sync(store.core.reap, time.time() + 3600, 3) == 1
+    assert await store.reap(3, now=time.time() + 3600) == 1
     first_pid = int(pidfile.read_text())
     with trio.fail_after(10):  # the next renewal is refused: the worker kills its command
         while alive(first_pid):
