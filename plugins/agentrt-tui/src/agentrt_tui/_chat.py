@@ -189,11 +189,12 @@ async def _chat(
                                  parent_env=env) as conv:
         label = f"thread {thread_name}" if thread_name else "chat"
         resumed = f", resuming {resume}" if resume else ""
-        # Off a terminal the banner is not part of the output (stdout holds the replies).
-        click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
-                    dim=True, err=not sys.stdout.isatty())
         stopped_by: list[int] = []
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            # Printed once the signals are ours, so that it also says a signal will stop the chat cleanly.
+            # Off a terminal the banner is not part of the output (stdout holds the replies).
+            click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
+                        dim=True, err=not sys.stdout.isatty())
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_on_signals, conv, signals, reader, nursery.cancel_scope, stopped_by)
                 await _loop(conv, reader, tui, store, thread_name, launch)
