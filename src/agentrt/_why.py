@@ -76,12 +76,14 @@ def stderr_lines(tail: bytes, env: Mapping[str, str] | None = None) -> list[str]
     for line in reversed([line for line in lines if line.strip()]):
         if len(kept) == TAIL_LINES:
             break
-        if size + len(line) > TAIL_BYTES:
+        length = len(line.encode("utf-8", "replace"))
+        if size + length > TAIL_BYTES:
             if not kept:  # one huge line: its end is the useful part
-                kept.append("..." + line[-(TAIL_BYTES - 3):])
+                end = line.encode("utf-8", "replace")[-(TAIL_BYTES - 3):].decode("utf-8", "ignore")
+                kept.append("..." + end)
             break
         kept.append(line)
-        size += len(line) + 1
+        size += length + 1
     return kept[::-1]
 
 
