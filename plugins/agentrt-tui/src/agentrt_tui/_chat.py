@@ -54,7 +54,7 @@ def _fail(code: str, detail: str) -> None:
 def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
     """Talk with an agent, turn by turn, in the terminal."""
     from agentrt import get_plugins
-    from agentrt._config import load_config
+    from agentrt.config import load_config
 
     env = dict(os.environ)
     try:
@@ -152,7 +152,7 @@ async def _chat(
 ) -> int | None:
     """Run the chat; returns the signal that ended it, if one did."""
     from agentrt import open_conversation
-    from agentrt._config import resolve_agent
+    from agentrt.config import resolve_agent
 
     from ._sink import TuiSink
 
