@@ -41,7 +41,7 @@ def watch_stream(page: Any) -> None:
         """() => {
           window.__seen = [];
           new MutationObserver(() => {
-            const s = document.querySelector('.msg.assistant.streaming .stream');
+            const s = document.querySelector('.msg.assistant.streaming .reply');
             if (s && window.__seen[window.__seen.length - 1] !== s.textContent) window.__seen.push(s.textContent);
           }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
         }"""
@@ -75,7 +75,7 @@ def test_stop_cancels_the_turn_not_the_thread(
     page = browser.new_page()
     new_thread(page, srv.url)
     say(page, "hang")
-    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .stream')||{}).textContent"
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('tick2')")
     assert page.locator("#stop").is_visible()
     page.click("#stop")
@@ -213,7 +213,7 @@ def test_page_opened_mid_reply_misses_nothing(
     page = browser.new_page()
     name = new_thread(page, srv.url)
     say(page, "slow 20")
-    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .stream')||{}).textContent"
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('w3')")
     # Another tab opens the thread mid-reply, and this one reloads mid-reply: both end with
     # exactly the reply (the page draws the turn so far; the stream replays what came after).
