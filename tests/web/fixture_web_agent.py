@@ -85,6 +85,7 @@ def main() -> None:
     args = sys.argv[1:]
     resume = None
     log = None
+    model = None
     it = iter(args)
     for a in it:
         if a == "--resume":
@@ -92,7 +93,7 @@ def main() -> None:
         elif a == "--argv-log":
             log = next(it, None)
         elif a == "--model":
-            next(it, None)
+            model = next(it, None)
     if log:
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(args) + "\n")
@@ -129,7 +130,8 @@ def main() -> None:
             text = str(content or "")
         turns += 1
         if turns == 1:
-            emit({"type": "system", "subtype": "init", "session_id": session, "model": "fixture-web", "tools": []})
+            emit({"type": "system", "subtype": "init", "session_id": session, "model": model or "fixture-web",
+                  "tools": []})
         emit({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
         words = text.split()
         if words[:1] == ["slow"]:

@@ -106,7 +106,6 @@ def test_tool_step_and_rate_limit_status(tmp_path: Path, agent: Path, server_fac
     page.wait_for_selector("text=after the rate limit")
     say(page, "xss")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply strong")
-    shot(page, "chat.png")
 
 
 def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
@@ -172,7 +171,6 @@ def test_thread_switch_and_resume_across_restart(
     page.fill("#thread-search", "from b")
     assert page.locator(f'#thread-list li[data-name="{a}"]').is_hidden()
     assert page.locator(f'#thread-list li[data-name="{b}"]').is_visible()
-    shot(page, "threads.png")
     pids = agent_pids(tmp_path)
     assert len(pids) == 2 and all(alive(p) for p in pids)  # one live process per open thread
     assert srv.stop() == 143  # SIGTERM: bounded stop, then 128 + 15

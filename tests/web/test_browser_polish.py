@@ -118,7 +118,6 @@ def test_usable_at_390_px(tmp_path: Path, agent: Path, server_factory: Any, brow
     inside("#thread-list li.current .delete")
     inside("#new-thread")
     assert page.evaluate(no_sideways)
-    shot(page, "chat-phone.png")
     page.click("#toggle-threads")
     assert page.locator("#thread-list").is_hidden()
 
@@ -248,3 +247,44 @@ def test_rename_a_thread(tmp_path: Path, agent: Path, server_factory: Any, brows
     starts = argv_log(tmp_path)
     assert len(starts) == 2
     assert starts[1][starts[1].index("--resume") + 1].startswith("webfix-")
+
+
+def test_pictures_for_the_manual(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
+    """Realistic threads (set AGENTRT_WEB_SCREENSHOTS=docs/images to save the manual's pictures)."""
+    named = agent.with_name("my-agent")  # the name the manual uses
+    agent.rename(named)
+    srv = server_factory(base_env(tmp_path, named, AWP_AGENT_DEFAULT_MODEL="claude-sonnet-4-5"))
+    page = browser.new_page()
+    new_thread(page, srv.url)
+    say(page, "Draft the release notes for 2.4")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .reply h3")
+    page.on("dialog", lambda d: d.accept("release-2.4") if d.type == "prompt" else d.accept())
+    page.click("#thread-list li.current button.rename")
+    page.wait_for_url("**/threads/release-2.4")
+    prs = new_thread(page, srv.url)
+    say(page, "Summarise the open pull requests")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .reply table")
+    new_thread(page, srv.url)
+    say(page, "Why does the CI job fail on Python 3.12?")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .reply pre")
+    steps = last_assistant(page).locator(".steps li")
+    assert steps.all_inner_texts() == ["Running: pytest -q tests/billing", "Reading dates.py", "Searching code"]
+    assert last_assistant(page).locator(".steps li.done").count() == 3
+    assert page.locator("#agent-info").inner_text().split() == ["my-agent", "claude-sonnet-4-5"]
+    titles = page.locator("#thread-list .title").all_inner_texts()
+    assert titles == ["Why does the CI job fail on Python 3.12?", "Summarise the open pull requests", "release-2.4"]
+    page.locator("#prompt").fill("Yes, open a pull request with both fixes")
+    shot(page, "chat.png")
+    page.click(f'#thread-list li[data-name="{prs}"] a')
+    page.wait_for_selector(".reply table")
+    page.locator(".msg.assistant .copy").first.hover()
+    shot(page, "threads.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(srv.url + "/threads/release-2.4")
+    page.wait_for_selector(".reply h2")
+    shot(page, "chat-phone.png")
+    res = page.goto(srv.url + "/threads/last-week")
+    assert res is not None and res.status == 404
+    assert page.locator("#agent-model").inner_text() == "claude-sonnet-4-5"  # every page's header
+    page.set_viewport_size({"width": 900, "height": 420})
+    shot(page, "not-found.png")

@@ -115,7 +115,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         session = getattr(request.state, "session", None)
         return {"request": request, "csrf": session.csrf if session is not None else "",
                 "auth_enabled": state.token is not None, "bots_available": state.bots.available,
-                "agent_name": state.chats.agent_name(), "model": "", **extra}
+                "agent_name": state.chats.agent_name(), "model": state.chats.launch.model or "", **extra}
 
     async def not_found(request: Request, exc: Exception | None = None, detail: str = "") -> Response:
         # Browsers get a page to find their way back from; API and stream clients get the usual JSON.
@@ -215,7 +215,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     # -- login ---------------------------------------------------------------
     async def login_page(request: Request) -> Response:
         return await page("login.html", ctx(
-            request, error=None, next=_next(request.query_params.get("next", "/"))))
+            request, login=True, error=None, next=_next(request.query_params.get("next", "/"))))
 
     async def login_submit(request: Request) -> Response:
         form = await request.form()
@@ -225,11 +225,11 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         client = request.client.host if request.client is not None else ""
         if not state.logins.allowed(client):
             return await page("login.html", ctx(
-                request, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
+                request, login=True, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
         if state.token is None or not security.check_token(candidate):
             state.logins.failed(client)
             return await page("login.html", ctx(
-                request, error="That token is not right.", next=nxt), status_code=401)
+                request, login=True, error="That token is not right.", next=nxt), status_code=401)
         old = request.state.session
         if old is not None:
             state.sessions.drop(old.id)
