@@ -87,3 +87,19 @@ async def test_tool_steps_are_one_per_call_and_close_with_the_turn() -> None:
     end = frames[-1]
     assert end["k"] == "failed" and end["steps"] == ["u1", "u2"] and end["step_state"] == "stopped"
     assert end["message"] == "the agent exited (status 1)"
+
+
+async def test_no_rendering_while_no_page_watches(autojump_clock: Any) -> None:
+    hub = Hub()
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        await sink.handle(batch(TextDelta(text="**nobody** reads this")))
+        await trio.sleep(10 * MD_INTERVAL)
+        assert hub.last_id("thread:t").endswith(":2")  # turn_started and text: no md frame
+        sub = hub.subscribe("thread:t", hub.last_id("thread:t"))
+        await sink.handle(batch(TextDelta(text=" yet")))
+        got: list[dict[str, Any]] = []
+        while not any(m["k"] == "md" for m in got):
+            got += messages(await sub.receive.receive())
+        assert got[-1]["html"] == "<p><strong>nobody</strong> reads this yet</p>\n"

@@ -235,8 +235,8 @@ class WebSink:
             await trio.sleep_until(self._next_md)
             pieces = len(live.text)
             text = "".join(live.text)
-            if self.live is not live or len(text) > MD_LIVE_MAX:
-                return
+            if self.live is not live or len(text) > MD_LIVE_MAX or not self.hub.subscribers(self.topic):
+                return  # (a page that opens later is drawn with the reply so far already rendered)
             began = trio.current_time()
             html = render_markdown(text) if len(text) < 20_000 else await trio.to_thread.run_sync(render_markdown, text)
             now = trio.current_time()
