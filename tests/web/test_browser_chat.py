@@ -41,7 +41,7 @@ def watch_stream(page: Any) -> None:
         """() => {
           window.__seen = [];
           new MutationObserver(() => {
-            const s = document.querySelector('.msg.assistant.streaming .stream');
+            const s = document.querySelector('.msg.assistant.streaming .reply');
             if (s && window.__seen[window.__seen.length - 1] !== s.textContent) window.__seen.push(s.textContent);
           }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
         }"""
@@ -75,7 +75,7 @@ def test_stop_cancels_the_turn_not_the_thread(
     page = browser.new_page()
     new_thread(page, srv.url)
     say(page, "hang")
-    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .stream')||{}).textContent"
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('tick2')")
     assert page.locator("#stop").is_visible()
     page.click("#stop")
@@ -106,7 +106,6 @@ def test_tool_step_and_rate_limit_status(tmp_path: Path, agent: Path, server_fac
     page.wait_for_selector("text=after the rate limit")
     say(page, "xss")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply strong")
-    shot(page, "chat.png")
 
 
 def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
@@ -172,7 +171,6 @@ def test_thread_switch_and_resume_across_restart(
     page.fill("#thread-search", "from b")
     assert page.locator(f'#thread-list li[data-name="{a}"]').is_hidden()
     assert page.locator(f'#thread-list li[data-name="{b}"]').is_visible()
-    shot(page, "threads.png")
     pids = agent_pids(tmp_path)
     assert len(pids) == 2 and all(alive(p) for p in pids)  # one live process per open thread
     assert srv.stop() == 143  # SIGTERM: bounded stop, then 128 + 15
@@ -213,7 +211,7 @@ def test_page_opened_mid_reply_misses_nothing(
     page = browser.new_page()
     name = new_thread(page, srv.url)
     say(page, "slow 20")
-    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .stream')||{}).textContent"
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('w3')")
     # Another tab opens the thread mid-reply, and this one reloads mid-reply: both end with
     # exactly the reply (the page draws the turn so far; the stream replays what came after).

@@ -77,6 +77,7 @@ def test_browser_login(tmp_path: Path, agent: Path, server_factory: Any, browser
     page = browser.new_page()
     page.goto(url + "/")
     page.wait_for_url("**/login?next=/")
+    assert page.locator("#agent-info").count() == 0  # which agent runs here is for logged-in users
     shot(page, "login.png")
     page.fill("#token", "wrong-token-123")
     page.click("#login-form button")
@@ -84,6 +85,7 @@ def test_browser_login(tmp_path: Path, agent: Path, server_factory: Any, browser
     page.fill("#token", WEB_TOKEN)
     page.click("#login-form button")
     page.wait_for_selector("#new-thread")
+    assert page.locator("#agent-info .agent").inner_text() == "web-agent"
     cookies = browser.cookies()
     assert [c["httpOnly"] for c in cookies] == [True]
     assert all(WEB_TOKEN not in c["value"] for c in cookies)

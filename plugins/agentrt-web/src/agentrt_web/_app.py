@@ -47,7 +47,8 @@ LOGIN_WINDOW = 60.0
 _STATUS = {
     "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
     "prompt_too_long": 413, "invalid_thread_name": 400, "unknown_action": 400, "bad_request": 400,
-    "supervisor_unavailable": 409, "bots_unavailable": 404,
+    "supervisor_unavailable": 409, "bots_unavailable": 404, "thread_exists": 409, "not_found": 404,
+    "thread_rename_unsupported": 501,
 }  # fmt: skip
 
 
@@ -111,9 +112,17 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         return HTMLResponse(html, status_code=status_code)
 
     def ctx(request: Request, **extra: Any) -> dict[str, Any]:
-        session = request.state.session
+        session = getattr(request.state, "session", None)
         return {"request": request, "csrf": session.csrf if session is not None else "",
-                "auth_enabled": state.token is not None, "bots_available": state.bots.available, **extra}
+                "auth_enabled": state.token is not None, "bots_available": state.bots.available,
+                "agent_name": state.chats.agent_name(), "model": state.chats.launch.model or "", **extra}
+
+    async def not_found(request: Request, exc: Exception | None = None, detail: str = "") -> Response:
+        # Browsers get a page to find their way back from; API and stream clients get the usual JSON.
+        detail = detail or "There is nothing at this address."
+        if request.url.path.startswith(("/api/", "/events/", "/static/")) or _wants_json(request):
+            return JSONResponse({"error": {"code": "not_found", "detail": detail}}, status_code=404)
+        return await page("404.html", ctx(request, detail=detail, path=request.url.path), status_code=404)
 
     def thread_name(request: Request) -> str:
         name = str(request.path_params["name"])
@@ -125,7 +134,8 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     async def index(request: Request) -> Response:
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
         return await page("chat.html", ctx(
-            request, threads=threads, thread=None, turns=[], live=None, q=request.query_params.get("q", "")))
+            request, threads=threads, thread=None, turns=[], live=None, messages={},
+            model=await state.chats.model(None), q=request.query_params.get("q", "")))
 
     async def thread_page(request: Request) -> Response:
         try:
@@ -133,19 +143,24 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             if not await state.chats.exists(name):
                 raise AgentrtError("unknown_thread", "no such thread")
         except AgentrtError as exc:
+            if exc.code == "unknown_thread":
+                return await not_found(request, detail="There is no thread by that name. It may have been "
+                                       "deleted or renamed.")
             return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=_STATUS.get(exc.code, 400))
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
         await state.chats.settle(name)
         turns = await state.chats.turns(name)
+        messages = await state.chats.failure_messages(name, turns)
         # The live turn and the stream position are read together (no await between them):
         # the page's stream replays exactly what came after this view.
         live = state.chats.live(name)
         live_state = live.sink.live.public() if live is not None and live.busy else None
         if live_state is not None and turns and turns[-1].get("outcome") in (None, "running"):
             turns = turns[:-1]  # the database's row of the turn in flight: drawn live instead
+        last = state.hub.last_id(f"thread:{name}")
         return await page("chat.html", ctx(
-            request, threads=threads, thread=name, turns=turns, live=live_state,
-            q=request.query_params.get("q", ""), last=state.hub.last_id(f"thread:{name}")))
+            request, threads=threads, thread=name, turns=turns, live=live_state, messages=messages,
+            model=await state.chats.model(name), q=request.query_params.get("q", ""), last=last))
 
     async def bots_page(request: Request) -> Response:
         last = state.hub.last_id("bots")  # before reading: later changes are replayed
@@ -161,7 +176,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         try:
             rec = await state.bots.get(str(request.path_params["bot_id"]))
         except AgentrtError as exc:
-            return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=404)
+            return await not_found(request, detail=exc.detail)
         try:
             offset = max(0, int(request.query_params.get("offset", "0")))
         except ValueError:
@@ -200,7 +215,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     # -- login ---------------------------------------------------------------
     async def login_page(request: Request) -> Response:
         return await page("login.html", ctx(
-            request, error=None, next=_next(request.query_params.get("next", "/"))))
+            request, login=True, error=None, next=_next(request.query_params.get("next", "/"))))
 
     async def login_submit(request: Request) -> Response:
         form = await request.form()
@@ -210,11 +225,11 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         client = request.client.host if request.client is not None else ""
         if not state.logins.allowed(client):
             return await page("login.html", ctx(
-                request, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
+                request, login=True, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
         if state.token is None or not security.check_token(candidate):
             state.logins.failed(client)
             return await page("login.html", ctx(
-                request, error="That token is not right.", next=nxt), status_code=401)
+                request, login=True, error="That token is not right.", next=nxt), status_code=401)
         old = request.state.session
         if old is not None:
             state.sessions.drop(old.id)
@@ -267,6 +282,20 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             return _error(AgentrtError("unknown_thread", "no such thread"))
         state.hub.forget(f"thread:{name}")
         return JSONResponse({"deleted": name})
+
+    async def api_rename(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            body = await _json(request)
+            new = body.get("name")
+            if not isinstance(new, str):
+                raise AgentrtError("bad_request", "name must be a string")
+            new = new.strip()
+            await state.chats.rename(name, new)
+        except AgentrtError as exc:
+            return _error(exc)
+        state.hub.forget(f"thread:{name}")
+        return JSONResponse({"name": new, "url": f"/threads/{new}"})
 
     async def api_bots(request: Request) -> Response:
         return JSONResponse({"bots": [public_bot(r) for r in await state.bots.list()], "mode": state.bots.mode})
@@ -321,13 +350,14 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         Route("/api/threads/{name}/messages", api_send, methods=["POST"]),
         Route("/api/threads/{name}/cancel", api_cancel, methods=["POST"]),
         Route("/api/threads/{name}/delete", api_delete, methods=["POST"]),
+        Route("/api/threads/{name}/rename", api_rename, methods=["POST"]),
         Route("/api/bots", api_bots),
         Route("/events/threads/{name}", thread_events),
         Route("/events/bots", bots_events),
         Route("/events/bots/{bot_id}", bot_events),
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={404: not_found})
     return SecurityMiddleware(
         app, sessions=state.sessions, token=state.token, loopback_only=loopback_only, secure_cookie=secure_cookie
     )

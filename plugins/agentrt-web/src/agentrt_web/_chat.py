@@ -16,6 +16,7 @@ the server.  Finished replies are rendered to safe HTML on the server.
 
 from __future__ import annotations
 
+import re
 import secrets
 import sys
 import time
@@ -39,13 +40,16 @@ from agentrt.events import (
     TurnFailed,
     TurnStarted,
 )
+from agentrt.labels import tool_label
 from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadStore
 
 from ._hub import Hub, sse_frame
-from ._render import render_markdown, title_of
+from ._render import render_markdown, title_of, utf16_len
 
 __all__ = ["ChatManager", "WebSink", "LiveState", "frame_interval", "valid_thread_name"]
 
+#: Names the server makes up (``web-<date>-<time>-<hex>``), and alike.
+_GENERATED = re.compile(r"[a-z]+-\d{8}-\d{6}-[0-9a-f]+")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_PROMPT = 100_000
 _OPEN_TIMEOUT = 30.0
@@ -60,6 +64,13 @@ MAX_FRAME_INTERVAL = 1 / 4
 _CLOSE_TIMEOUT = 15.0
 # How long a message waits for the previous turn's task to notice its end.
 _IDLE_GRACE = 1.0
+# Pages of 1000 stored events read to find the messages of failed turns (a bound, not a target).
+_MESSAGE_PAGES = 20
+#: While a reply streams, its Markdown so far is rendered at most this often (shared by all
+#: of the thread's pages); a render that took long stretches the interval to 10x its cost.
+MD_INTERVAL = 0.25
+#: Past this length the reply streams as plain text until it ends (rendering it live would cost too much).
+MD_LIVE_MAX = 200_000
 
 
 def frame_interval(pages: int) -> float:
@@ -113,6 +124,8 @@ class WebSink:
         self._next_text_frame = 0.0
         #: Terminal messages delivered so far (tests wait on them).
         self.terminals = 0
+        self._md_pending = False
+        self._next_md = 0.0
 
     async def handle(self, batch: EventBatch) -> None:
         """Project one batch; publish it now, or hold its text for the next frame."""
@@ -134,9 +147,7 @@ class WebSink:
                 live.started_mono = batch.mono
                 out.append({"k": "turn_started", "turn": live.turn, "prompt": live.prompt})
             elif cls is ToolUse:
-                step = {"id": ev.id, "label": ev.summary or "Working", "state": "running"}  # type: ignore[attr-defined]
-                live.steps.append(step)
-                out.append({"k": "tool", **step})
+                out.append({"k": "tool", **self._step(ev)})
             elif cls is ToolResult:
                 tid = ev.tool_use_id  # type: ignore[attr-defined]
                 state = "error" if ev.is_error else "done"  # type: ignore[attr-defined]
@@ -175,10 +186,28 @@ class WebSink:
             return
         self._publish(out, batch.wall, now)
 
+    def _step(self, ev: Any) -> dict[str, Any]:
+        # A streaming dialect reports a call twice (at its start, then with its input): one step,
+        # relabelled.  The label is the dialect's bounded summary, else the runtime's own.
+        label = ev.summary or tool_label(ev.name, ev.input)
+        for step in self.live.steps:
+            if step["id"] == ev.id and ev.id:
+                step["label"] = label
+                return step
+        step = {"id": ev.id, "label": label, "state": "running"}
+        self.live.steps.append(step)
+        return step
+
     def _text(self, out: list[dict[str, Any]], pieces: list[str]) -> None:
         text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        if not self.live.text:
+            # The first words go out as text: a rendering pays off once there is some to render.
+            self._next_md = trio.current_time() + MD_INTERVAL
         self.live.text.append(text)
         out.append({"k": "text", "text": text})
+        if not self._md_pending and self._nursery is not None:
+            self._md_pending = True
+            self._nursery.start_soon(self._render_later, self.live)
 
     def _publish(self, out: list[dict[str, Any]], wall: float, now: float) -> None:
         if self._held:
@@ -199,6 +228,29 @@ class WebSink:
         if self._held:
             self._publish([], self._held_wall, trio.current_time())
 
+    async def _render_later(self, live: LiveState) -> None:
+        """Send the Markdown of the reply so far (``md``): the page shows it, plus the text after it."""
+        pieces = 0
+        try:
+            await trio.sleep_until(self._next_md)
+            pieces = len(live.text)
+            text = "".join(live.text)
+            if self.live is not live or len(text) > MD_LIVE_MAX or not self.hub.subscribers(self.topic):
+                return  # (a page that opens later is drawn with the reply so far already rendered)
+            began = trio.current_time()
+            html = render_markdown(text) if len(text) < 20_000 else await trio.to_thread.run_sync(render_markdown, text)
+            now = trio.current_time()
+            self._next_md = now + max(MD_INTERVAL, 10 * (now - began))
+        finally:
+            self._md_pending = False
+        if self.live is not live:
+            return  # the turn ended meanwhile: its final rendering is already on its way
+        # ``n`` counts UTF-16 code units, as the page's strings do: the page keeps the text after it.
+        self._publish([{"k": "md", "turn": live.turn, "html": html, "n": utf16_len(text)}], time.time(), now)
+        if len(live.text) > pieces and self._nursery is not None:
+            self._md_pending = True  # text that arrived while rendering gets the next one
+            self._nursery.start_soon(self._render_later, live)
+
     async def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
         live = self.live
         reply = "".join(live.text)
@@ -216,6 +268,10 @@ class WebSink:
         if isinstance(ev, TurnFailed):
             msg["code"] = ev.code
             msg["message"] = ev.message[:500]
+        # A step the agent never reported a result for is closed with its turn.
+        closed = "done" if isinstance(ev, TurnCompleted) else "stopped"
+        msg["steps"] = [s["id"] for s in live.steps if s["state"] == "running"]
+        msg["step_state"] = closed
         self.live = LiveState()
         self.terminals += 1
         return msg
@@ -301,6 +357,10 @@ class ChatManager:
         return out
 
     async def _title(self, name: str) -> str:
+        # A name someone chose (a rename, ``agentrt chat --thread``) is the title; a generated
+        # one gives way to the first line of the first message.
+        if not _GENERATED.fullmatch(name):
+            return name
         # A title never changes once the first turn exists: remember it (one query per thread, once).
         cached = self._titles.get(name)
         if cached is not None:
@@ -330,6 +390,64 @@ class ChatManager:
                     await flush()
                 except AgentrtError:
                     pass
+
+    def agent_name(self) -> str:
+        """What the header calls the agent: its configured name, else its executable's."""
+        return self.agent or str(self.launch.executable).rsplit("/", 1)[-1]
+
+    async def model(self, name: str | None) -> str:
+        """The model of thread ``name`` as last reported, else the configured one ("" if unknown)."""
+        live = self._live.get(name) if name else None
+        if live is not None and live.conv is not None and live.conv.model:
+            return str(live.conv.model)
+        record = await self.store.get_thread(name) if name else None
+        return str((record.model if record is not None else None) or self.launch.model or "")
+
+    async def failure_messages(self, name: str, turns: list[Mapping[str, Any]]) -> dict[tuple[str, int], str]:
+        """The messages of the thread's failed turns, by ``(conversation_id, turn)``, from its stored events.
+
+        The turn rows keep only the code; the ``turn_failed`` event has the message.  Read only when a
+        turn failed, and bounded: a very long thread may show some older failures by code alone.
+        """
+        reader = getattr(self.store, "thread_events", None)
+        if reader is None or not any(t.get("outcome") == "failed" and t.get("code") != "turn_cancelled"
+                                     for t in turns):
+            return {}
+        out: dict[tuple[str, int], str] = {}
+        current: dict[str, int] = {}
+        after = 0
+        for _page in range(_MESSAGE_PAGES):
+            page, after = await reader(name, after=after, limit=1000)
+            if not page:
+                break
+            for env in page:
+                ev = env.get("event") or {}
+                kind = ev.get("type")
+                if kind == "turn_started" and isinstance(ev.get("turn"), int):
+                    current[env["source"]] = ev["turn"]
+                elif kind == "turn_failed" and env["source"] in current and ev.get("message"):
+                    out[(env["source"], current[env["source"]])] = str(ev["message"])[:500]
+        return out
+
+    async def rename(self, old: str, new: str) -> None:
+        """Give thread ``old`` the name ``new`` (its history and session go with it).
+
+        Its agent process is stopped first (the next message resumes the session under the new
+        name); ``turn_in_progress`` while a turn runs.
+        """
+        if not valid_thread_name(new):
+            raise AgentrtError("invalid_thread_name", "thread names are 1-64 of [A-Za-z0-9._-]")
+        renamer = getattr(self.store, "rename_thread", None)
+        if renamer is None:
+            raise AgentrtError("thread_rename_unsupported", "the thread store cannot rename threads")
+        live = self._live.get(old)
+        if live is not None:
+            if live.busy:
+                raise AgentrtError("turn_in_progress", "wait for the turn to end (or stop it) first")
+            await self._close(live)
+        if old != new and not await renamer(old, new):
+            raise AgentrtError("unknown_thread", f"no thread named {old!r}")
+        self._titles.pop(old, None)
 
     async def exists(self, name: str) -> bool:
         """Whether the store knows the thread (or it is open here)."""

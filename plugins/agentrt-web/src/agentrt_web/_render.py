@@ -13,7 +13,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["render_markdown", "qr_svg", "relative_time", "until", "title_of", "MAX_TITLE"]
+__all__ = ["render_markdown", "qr_svg", "relative_time", "until", "title_of", "utf16_len", "MAX_TITLE"]
 
 #: Thread titles are cut to this many characters.
 MAX_TITLE = 60
@@ -57,6 +57,11 @@ def _render(text: str) -> str:
 
         return f"<pre>{_html.escape(text)}</pre>"
     return html
+
+
+def utf16_len(text: str) -> int:
+    """The length of ``text`` as a browser counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def qr_svg(url: str) -> str:

@@ -60,6 +60,31 @@
         });
       });
     }
+    document.querySelectorAll("#thread-list button.rename").forEach((b) => {
+      b.addEventListener("click", async (ev) => {
+        ev.preventDefault();
+        const name = b.dataset.name;
+        const fresh = window.prompt("New name for this thread (letters, digits, . _ -):", name);
+        if (fresh === null || !fresh.trim() || fresh.trim() === name) return;
+        const r = await post("/api/threads/" + encodeURIComponent(name) + "/rename", { name: fresh.trim() });
+        if (!r.ok) {
+          const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "" };
+          window.alert("Could not rename the thread: " + (err.detail || err.code));
+        } else if (document.body.dataset.thread === name) {
+          window.location.assign(r.data.url);
+        } else {
+          window.location.reload();
+        }
+      });
+    });
+    // On a narrow screen the thread list is a drawer behind the ☰ button.
+    const toggle = document.getElementById("toggle-threads");
+    if (toggle) {
+      toggle.addEventListener("click", () => {
+        const open = document.body.classList.toggle("threads-open");
+        toggle.setAttribute("aria-expanded", String(open));
+      });
+    }
     document.querySelectorAll("#thread-list button.delete").forEach((b) => {
       b.addEventListener("click", async (ev) => {
         ev.preventDefault();
@@ -75,6 +100,30 @@
   }
 
   // ---- one conversation ---------------------------------------------------
+  // A streaming reply is drawn as the Markdown the server rendered of it so far (an "md"
+  // message, at most a few a second) plus, as plain text, whatever arrived after it.
+  // The finished reply is the server's rendering of the whole.
+  const FLOW_INTO = /^(P|LI|UL|OL|BLOCKQUOTE|PRE|CODE|H[1-6])$/;
+
+  function drawStreaming(bubble) {
+    const text = bubble.dataset.text || "";
+    const upto = Number(bubble.dataset.upto || 0);
+    let rendered = bubble.querySelector(".rendered");
+    if (!rendered) { rendered = el("div", "rendered"); bubble.prepend(rendered); }
+    let tail = bubble.querySelector(".stream");
+    if (!tail) tail = el("span", "stream");
+    // The rendering drops the whitespace it ended with: a blank line starts a new block,
+    // anything else continues the last paragraph (or list item, or code block) in place.
+    const done = text.slice(0, upto);
+    const newBlock = upto === 0 || /\n[ \t]*\n[ \t]*$/.test(done);
+    tail.textContent = (!newBlock && /\s$/.test(done) ? " " : "") + text.slice(upto);
+    let host = rendered;
+    if (!newBlock) {
+      while (host.lastElementChild && FLOW_INTO.test(host.lastElementChild.tagName)) host = host.lastElementChild;
+    }
+    if (tail.parentNode !== host || tail !== host.lastChild) host.appendChild(tail);
+  }
+
   function initChat() {
     const thread = document.body.dataset.thread;
     if (!thread) return;
@@ -83,16 +132,47 @@
     const prompt = document.getElementById("prompt");
     const stopBtn = document.getElementById("stop");
     const sendBtn = document.getElementById("send");
+    const modelName = document.getElementById("agent-model");
     let current = document.getElementById("live-turn");
     let lastPrompt = "";
+    if (current) {
+      const bubble = current.querySelector(".reply");
+      bubble.dataset.upto = String(bubble.dataset.text.length);
+      drawStreaming(bubble);
+    }
 
-    function scroll() { messages.scrollTop = messages.scrollHeight; }
+    // Follow the reply only while the reader is at the bottom: scrolling up to read
+    // stops the page from jumping; scrolling back down resumes following.
+    let stick = true;
+    const atBottom = () => messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
+    messages.addEventListener("scroll", () => { stick = atBottom(); }, { passive: true });
+    function scroll(force) {
+      if (force) stick = true;
+      if (stick) messages.scrollTop = messages.scrollHeight;
+    }
 
     function busy(on) {
       stopBtn.hidden = !on;
       sendBtn.disabled = on;
+      document.body.classList.toggle("busy", on);
     }
     busy(!!current);
+
+    function actions(a, promptText, canCopy) {
+      const box = a.querySelector(".meta .actions");
+      box.textContent = "";
+      if (canCopy) {
+        const copy = el("button", "copy", "Copy");
+        copy.type = "button";
+        copy.title = "Copy the reply";
+        box.appendChild(copy);
+      }
+      const regen = el("button", "regenerate", "Regenerate");
+      regen.type = "button";
+      regen.title = "Send the last message again";
+      regen.dataset.prompt = promptText;
+      box.appendChild(regen);
+    }
 
     function newTurn(promptText) {
       const user = el("div", "msg user");
@@ -101,13 +181,18 @@
       const a = el("div", "msg assistant streaming");
       a.appendChild(el("ul", "steps"));
       const bubble = el("div", "bubble reply");
-      bubble.appendChild(el("div", "stream"));
+      bubble.dataset.text = "";
+      bubble.dataset.upto = "0";
+      bubble.appendChild(el("div", "rendered"));
       a.appendChild(bubble);
       a.appendChild(el("div", "status"));
-      a.appendChild(el("div", "meta"));
+      const meta = el("div", "meta");
+      meta.appendChild(el("span", "figures"));
+      meta.appendChild(el("span", "actions"));
+      a.appendChild(meta);
       messages.appendChild(a);
       current = a;
-      scroll();
+      scroll(true);
       return a;
     }
 
@@ -117,7 +202,7 @@
     function retitle(promptText) {
       const title = document.querySelector("#thread-list li.current .title");
       const first = (promptText || "").trim().split("\n")[0].trim();
-      if (title && title.textContent === thread && first) {
+      if (title && title.textContent === thread && first && /^[a-z]+-\d{8}-\d{6}-[0-9a-f]+$/.test(thread)) {
         title.textContent = first.length > 60 ? first.slice(0, 59) + "…" : first;
         title.closest("li").dataset.title = first.toLowerCase();
       }
@@ -129,20 +214,28 @@
         parts.push(m.usage.input_tokens + " in · " + (m.usage.output_tokens || 0) + " out");
       }
       if (m.duration !== null && m.duration !== undefined) parts.push(m.duration.toFixed(2) + " s");
-      node.querySelector(".meta").textContent = parts.join(" · ");
+      node.querySelector(".meta .figures").textContent = parts.join(" · ");
     }
 
     function finish(m) {
       const a = ensureTurn();
       a.classList.remove("streaming");
       a.querySelector(".status").textContent = "";
+      // Steps the agent never reported a result for end with the turn.
+      const open = new Set(m.steps || []);
+      a.querySelectorAll(".steps li.running").forEach((li) => {
+        if (!m.steps || open.has(li.dataset.id)) li.className = "step " + (m.step_state || "stopped");
+      });
       const bubble = a.querySelector(".bubble");
+      const hasText = !!(m.html && m.html.trim());
       if (m.k === "done") {
         // Server-rendered Markdown: markdown-it with raw HTML disabled and its link validator.
         bubble.innerHTML = m.html;
+        actions(a, lastPrompt, hasText);
       } else if (m.code === "turn_cancelled") {
         bubble.innerHTML = m.html;
         bubble.appendChild(el("p", "stopped", "Stopped."));
+        actions(a, lastPrompt, hasText);
       } else {
         a.classList.add("failed");
         bubble.className = "bubble error-bubble";
@@ -150,13 +243,20 @@
         bubble.innerHTML = m.html;
         const code = el("p", "error-code");
         code.appendChild(el("code", "", m.code));
-        if (m.message) code.appendChild(document.createTextNode(" " + m.message));
+        if (m.message) {
+          code.appendChild(document.createTextNode(" "));
+          code.appendChild(el("span", "error-message", m.message));
+        }
         bubble.appendChild(code);
         const retry = el("button", "retry", "Retry");
         retry.type = "button";
         retry.dataset.prompt = lastPrompt;
         bubble.appendChild(retry);
+        if (hasText) actions(a, lastPrompt, true);
+        a.querySelectorAll(".meta .regenerate").forEach((b) => b.remove());
       }
+      delete bubble.dataset.text;
+      delete bubble.dataset.upto;
       meta(a, m);
       a.removeAttribute("id");
       current = null;
@@ -174,15 +274,36 @@
           retitle(m.prompt);
           break;
         case "text": {
-          const stream = ensureTurn().querySelector(".stream");
-          if (stream) stream.appendChild(document.createTextNode(m.text));
+          const bubble = ensureTurn().querySelector(".reply");
+          if (bubble && bubble.dataset.text !== undefined) {
+            bubble.dataset.text += m.text;
+            drawStreaming(bubble);
+          }
+          scroll();
+          break;
+        }
+        case "md": {
+          const bubble = ensureTurn().querySelector(".reply");
+          if (bubble && bubble.dataset.text !== undefined) {
+            const tail = bubble.querySelector(".stream");
+            if (tail) tail.remove();
+            bubble.querySelector(".rendered").innerHTML = m.html; // rendered safely on the server
+            bubble.dataset.upto = String(m.n);
+            drawStreaming(bubble);
+          }
           scroll();
           break;
         }
         case "tool": {
-          const li = el("li", "step running", m.label);
-          li.dataset.id = m.id;
-          ensureTurn().querySelector(".steps").appendChild(li);
+          const steps = ensureTurn().querySelector(".steps");
+          let li = [...steps.children].find((n) => m.id && n.dataset.id === m.id);
+          if (!li) {
+            li = el("li", "step running");
+            li.dataset.id = m.id;
+            steps.appendChild(li);
+          }
+          li.textContent = m.label;
+          scroll();
           break;
         }
         case "tool_result":
@@ -192,6 +313,9 @@
           break;
         case "status":
           ensureTurn().querySelector(".status").textContent = m.label;
+          break;
+        case "session":
+          if (modelName && m.model) modelName.textContent = m.model;
           break;
         case "done":
         case "failed":
@@ -214,9 +338,31 @@
       busy(true);
       const r = await post("/api/threads/" + encodeURIComponent(thread) + "/messages", { text: text });
       if (!r.ok) {
-        const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "" };
+        const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "the server answered " + r.status };
         finish({ k: "failed", html: "", code: err.code, message: err.detail, usage: null, duration: null });
       }
+    }
+
+    async function stop() {
+      stopBtn.disabled = true;
+      await post("/api/threads/" + encodeURIComponent(thread) + "/cancel");
+      stopBtn.disabled = false;
+    }
+
+    async function copyText(text, button) {
+      try {
+        await navigator.clipboard.writeText(text);
+      } catch (e) {
+        // No clipboard API (an insecure origin): copy through a selection instead.
+        const area = el("textarea", "offscreen");
+        area.value = text;
+        document.body.appendChild(area);
+        area.select();
+        document.execCommand("copy");
+        area.remove();
+      }
+      button.textContent = "Copied";
+      window.setTimeout(() => { button.textContent = "Copy"; }, 1500);
     }
 
     form.addEventListener("submit", (ev) => {
@@ -231,16 +377,28 @@
         form.requestSubmit();
       }
     });
-    stopBtn.addEventListener("click", async () => {
-      stopBtn.disabled = true;
-      await post("/api/threads/" + encodeURIComponent(thread) + "/cancel");
-      stopBtn.disabled = false;
+    stopBtn.addEventListener("click", stop);
+    // Esc stops the turn in flight, wherever the focus is (dialogs handle their own Esc).
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape" && !stopBtn.hidden && !stopBtn.disabled) {
+        ev.preventDefault();
+        stop();
+      }
     });
     messages.addEventListener("click", (ev) => {
       const t = ev.target;
-      if (t instanceof HTMLButtonElement && t.classList.contains("retry")) send(t.dataset.prompt || lastPrompt);
+      if (!(t instanceof HTMLButtonElement)) return;
+      if (t.classList.contains("retry")) send(t.dataset.prompt || lastPrompt);
+      else if (t.classList.contains("regenerate") && !document.body.classList.contains("busy")) {
+        send(t.dataset.prompt || lastPrompt);
+      } else if (t.classList.contains("copy")) {
+        // The reply as the reader sees it, without the page's own notes (Stopped, error code, Retry).
+        const bubble = t.closest(".msg").querySelector(".bubble");
+        const parts = [...bubble.children].filter((n) => !n.matches(".error-code, .retry, .stopped"));
+        copyText(parts.map((n) => n.innerText.trim()).filter(Boolean).join("\n\n"), t);
+      }
     });
-    scroll();
+    scroll(true);
   }
 
   // ---- bots -----------------------------------------------------------------
