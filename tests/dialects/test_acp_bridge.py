@@ -107,7 +107,7 @@ def test_allowed_tool_runs_and_its_result_reaches_the_client(tmp_path: Path, kin
         sid_asked, tool_call, options = client.asked[0]
         assert sid_asked == sid
         assert tool_call.tool_call_id == "toolu_1" and tool_call.raw_input == {"command": "echo hi"}
-        assert tool_call.title == "Bash"
+        assert tool_call.title == "Running: echo hi"
         assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once"}
 
     _drive(tmp_path, "permission", choose, script)
@@ -190,6 +190,11 @@ def test_permission_answers_of_every_shape() -> None:
     (new,) = codec.drain_output()
     sid = new["result"]["sessionId"]
     request = PermissionRequest(tool_name="Bash", input={"command": "ls"}, request_id="perm_1")
+    acp_raw = {"jsonrpc": "2.0", "id": 7, "params": {"toolCall": {"toolCallId": "call_9"}}}
+    odd = PermissionRequest(tool_name="mystery", input={}, request_id="perm_2", raw=acp_raw)
+    (_, message) = codec.permission_request(odd)  # type: ignore[misc]
+    assert message["params"]["toolCall"]["toolCallId"] == "call_9"  # an ACP agent's own id, kept
+    assert message["params"]["toolCall"]["title"] == "mystery"
 
     def ask() -> str:
         asked = codec.permission_request(request)

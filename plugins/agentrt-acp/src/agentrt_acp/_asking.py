@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentrt.labels import tool_label
 from agentrt.permissions import PermissionDecision, PermissionRequest
 
 __all__ = ["PermissionAsker", "OPTIONS"]
@@ -26,10 +27,21 @@ _KINDS = {o["optionId"] for o in OPTIONS}
 
 
 def _tool_call_id(request: PermissionRequest) -> str:
-    raw = request.raw
-    body = raw.get("request") if isinstance(raw, dict) else None
-    tool_use_id = body.get("tool_use_id") if isinstance(body, dict) else None
-    return tool_use_id if isinstance(tool_use_id, str) and tool_use_id else request.request_id
+    """The hosted CLI's own id for the tool call: stream-json's ``tool_use_id``, ACP's ``toolCallId``."""
+    raw = request.raw if isinstance(request.raw, dict) else {}
+    body = raw.get("request")
+    found = body.get("tool_use_id") if isinstance(body, dict) else None
+    params = raw.get("params")
+    call = params.get("toolCall") if isinstance(params, dict) else None
+    if found is None and isinstance(call, dict):
+        found = call.get("toolCallId")
+    return found if isinstance(found, str) and found else request.request_id
+
+
+def _title(request: PermissionRequest) -> str:
+    """What the client shows: the bounded tool label ("Running: echo hi"), else the tool's name."""
+    label = tool_label(request.tool_name, request.input)
+    return (request.tool_name or "tool") if label == tool_label(None) else label
 
 
 class PermissionAsker:
@@ -49,7 +61,7 @@ class PermissionAsker:
         self._open[rid] = request.tool_name
         tool_call = {
             "toolCallId": _tool_call_id(request),
-            "title": request.tool_name,
+            "title": _title(request),
             "kind": "other",
             "status": "pending",
             "rawInput": dict(request.input),
