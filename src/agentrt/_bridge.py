@@ -196,6 +196,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         if asking is not None:
             asking.release_all("the prompt was cancelled")
 
+    shutdown = False
     async with open_conversation(
         launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=asking
     ) as conv:
@@ -222,6 +223,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                     if decoded is None:
                         continue
                     if isinstance(decoded, Shutdown):
+                        shutdown = True
                         break
                     if isinstance(decoded, InputError):
                         await emit(TurnFailed(code=decoded.code, message=decoded.detail))
@@ -232,6 +234,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                         await turns_in.send(decoded)
             if asking is not None:  # nobody is left to answer; queued turns still run
                 asking.close()
+            if not shutdown and getattr(outer, "cancel_on_close", False):
+                # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
+                await conv.cancel_turn()
         with trio.CancelScope(shield=True):
             await conv.stop()
     return 0

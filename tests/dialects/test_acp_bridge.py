@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import stat
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -231,3 +232,50 @@ def test_permission_answers_of_every_shape() -> None:
     assert isinstance(codec.decode_input(cancel), Interrupt)
     (reply,) = codec.encode(TurnCompleted(session_id="x"))
     assert reply == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}
+
+
+async def test_client_gone_mid_turn_cancels_it_and_the_bridge_exits(tmp_path: Path) -> None:
+    """stdin closed while the hosted CLI waits (the stall fixture): the turn is cancelled, everything exits."""
+    import trio
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    env["AWP_AGENT_CLI_EXECUTABLE"] = _fake_claude(tmp_path)
+    env["AWP_AGENT_CLI_PROTOCOL"] = "stream-json"
+    env["AWP_AGENT_CLI_ENV_JSON"] = json.dumps({"STREAM_JSON_FIXTURE_MODE": "stall"})
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": []}},
+    ]
+    with trio.fail_after(BOUND):  # hang guard only
+        proc = await trio.lowlevel.open_process(
+            [AGENTRT, "bridge", "--to", "acp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            await proc.stdin.send_all(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+            buffer, seen = b"", []
+            while not any(
+                m.get("params", {}).get("update", {}).get("sessionUpdate") == "agent_message_chunk" for m in seen
+            ):
+                chunk = await proc.stdout.receive_some()
+                assert chunk, "the bridge ended its output early"
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                seen.extend(json.loads(line) for line in done if line)
+                if any(m.get("id") == 1 for m in seen) and not any(m.get("id") == 2 for m in lines):
+                    sid = next(m["result"]["sessionId"] for m in seen if m.get("id") == 1)
+                    prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "wait"}]}
+                    lines.append({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt})
+                    await proc.stdin.send_all(json.dumps(lines[-1]).encode() + b"\n")
+            await proc.stdin.aclose()  # the client is gone mid-turn
+            rest = b""
+            while chunk := await proc.stdout.receive_some():
+                rest += chunk
+            assert await proc.wait() == 0
+        finally:
+            if proc.returncode is None:  # a failed assertion or the hang guard: do not leave it running
+                proc.kill()
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+    answers = [json.loads(line) for line in (buffer + rest).split(b"\n") if line.strip()]
+    assert {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}} in answers

@@ -46,6 +46,9 @@ def _blocks(prompt: Any) -> tuple[ContentBlock, ...]:
 class AcpAgentCodec(AgentCodec):
     """Agent side of ACP, one instance per agent process."""
 
+    #: Closing stdin ends the connection: a bridge cancels the running turn, whose reply nobody would read.
+    cancel_on_close = True
+
     def __init__(self) -> None:
         self._outbox: list[dict[str, Any]] = []
         self._sessions: set[str] = set()
