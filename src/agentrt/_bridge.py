@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -21,12 +21,15 @@ import orjson
 import trio
 
 from .errors import AgentrtError
+from .permissions import PermissionDecision, PermissionRequest
 
 __all__ = ["BridgeArgs", "parse_bridge_args", "serve_bridge"]
 
 _OVERRIDE = re.compile(r"^(AWP_AGENT_[A-Z0-9_]+|AGENTRT_CONFIG)=(.*)$", re.DOTALL)
 _IGNORED_FLAGS = {"--print", "--verbose"}
 _IGNORED_WITH_VALUE = {"--input-format", "--output-format", "--mcp-config"}
+_ASK_TIMEOUT = 50.0  # a client's permission answer; under the conversation's own 60 s policy bound
+_QUEUED_TURNS = 16  # turns read ahead while one runs; more waits (stops reading) until one starts
 
 
 @attrs.frozen(kw_only=True)
@@ -85,13 +88,77 @@ def _warn(code: str, detail: str) -> None:
     print(f"agentrt bridge: {code}: {detail[:300]}", file=sys.stderr, flush=True)
 
 
+class _AskTheClient:
+    """The hosted CLI's permission policy when the outer dialect can ask its client (ACP).
+
+    The outer codec builds the request (``permission_request``) and recognises
+    the answer (``permission_answer``); the bridge's reader hands every input
+    object to :meth:`take` first.  Every wait is bounded, and a request still
+    open when its turn ends or the input closes is denied.
+    """
+
+    def __init__(self, outer: Any, send: Callable[[Sequence[Mapping[str, Any]]], Awaitable[None]]) -> None:
+        self._outer = outer
+        self._send = send
+        self._waiting: dict[Any, tuple[trio.Event, list[PermissionDecision]]] = {}
+        self._closed = False
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision:
+        if self._closed:
+            return PermissionDecision(allow=False, message="the client closed its input")
+        asked = self._outer.permission_request(request)
+        if isinstance(asked, PermissionDecision):
+            return asked
+        rid, message = asked
+        done, answer = trio.Event(), list[PermissionDecision]()
+        self._waiting[rid] = (done, answer)
+        try:
+            await self._send([message])
+            with trio.move_on_after(_ASK_TIMEOUT):
+                await done.wait()
+        finally:
+            self._waiting.pop(rid, None)
+        return answer[0] if answer else PermissionDecision(allow=False, message="the client did not answer in time")
+
+    def take(self, obj: Any) -> bool:
+        """True when ``obj`` answered one of our requests (the waiting policy call gets the decision)."""
+        got = self._outer.permission_answer(obj)
+        if got is None:
+            return False
+        rid, decision = got
+        self._resolve(rid, decision)
+        return True
+
+    def release_all(self, message: str) -> None:
+        """Deny every request still waiting (its turn ended, or the client is gone)."""
+        for rid in list(self._waiting):
+            self._resolve(rid, PermissionDecision(allow=False, message=message))
+
+    def close(self) -> None:
+        """The client is gone: deny what waits and every later request."""
+        self._closed = True
+        self.release_all("the client closed its input")
+
+    def _resolve(self, rid: Any, decision: PermissionDecision) -> None:
+        slot = self._waiting.get(rid)
+        if slot is not None and not slot[0].is_set():
+            slot[1].append(decision)
+            slot[0].set()
+
+
 async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, source: Any, sink: Any) -> int:
-    """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status."""
+    """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status.
+
+    Input is read while a turn runs: an interrupt (ACP ``session/cancel``)
+    cancels the inner turn, and when the outer dialect can ask its client for
+    permissions, the hosted CLI's tool requests are forwarded to it.  Turns run
+    one at a time, in order.
+    """
     from ._config import resolve_agent
-    from ._conversation import open_conversation
+    from ._conversation import Conversation, open_conversation
     from ._launch import is_valid_session_id
     from .agent._io import Oversized, read_lines
-    from .dialect import InputError, Shutdown, Turn
+    from .dialect import InputError, Interrupt, Shutdown, Turn
     from .events import Diagnostic, TurnFailed
 
     outer = plugins.dialect(args.to).agent_codec()
@@ -99,45 +166,77 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     launch = resolve_agent(inner_env, args.agent, model=args.model).launch
     if args.resume is not None and not is_valid_session_id(args.resume):
         raise AgentrtError("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
+    writing = trio.Lock()  # the reader and the turn runner both write
+
+    async def send_objs(objs: Sequence[Mapping[str, Any]]) -> None:
+        if objs:
+            async with writing:
+                await sink.send_all(b"".join(_line(o) for o in objs))
 
     async def emit(event: Any) -> None:
-        objs = outer.encode(event)
-        if objs:
-            await sink.send_all(b"".join(_line(o) for o in objs))
+        await send_objs(outer.encode(event))
 
-    async with open_conversation(launch, plugins=plugins, resume=args.resume, parent_env=inner_env) as conv:
-        async for raw in read_lines(source):
-            if isinstance(raw, Oversized):
-                await emit(TurnFailed(code="input_message_oversize", message="input line too large"))
-                continue
-            if not raw.strip():
-                continue
+    asking = _AskTheClient(outer, send_objs) if hasattr(outer, "permission_request") else None
+    turns_in, turns_out = trio.open_memory_channel[Turn](_QUEUED_TURNS)
+
+    async def run_turns(conv: Conversation) -> None:
+        async for turn in turns_out:
             try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                await emit(TurnFailed(code="invalid_input_json", message="input line is not JSON"))
-                continue
-            decoded = outer.decode_input(obj)
-            owed = getattr(outer, "drain_output", None)
-            if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
-                pending = owed()
-                if pending:
-                    await sink.send_all(b"".join(_line(o) for o in pending))
-            if decoded is None:
-                continue
-            if isinstance(decoded, Shutdown):
-                break
-            if isinstance(decoded, InputError):
-                await emit(TurnFailed(code=decoded.code, message=decoded.detail))
-                continue
-            assert isinstance(decoded, Turn)
-            try:
-                async for event in conv.send(decoded):
+                async for event in conv.send(turn):
                     if isinstance(event, Diagnostic):
                         _warn(event.code, event.detail)
                     await emit(event)
             except AgentrtError as exc:
                 await emit(TurnFailed(code=exc.code, message=exc.detail))
+            if asking is not None:
+                asking.release_all("the turn ended")
+
+    async def cancel(conv: Conversation) -> None:
+        await conv.cancel_turn()
+        if asking is not None:
+            asking.release_all("the prompt was cancelled")
+
+    shutdown = False
+    async with open_conversation(
+        launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=asking
+    ) as conv:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_turns, conv)
+            async with turns_in:
+                async for raw in read_lines(source):
+                    if isinstance(raw, Oversized):
+                        await emit(TurnFailed(code="input_message_oversize", message="input line too large"))
+                        continue
+                    if not raw.strip():
+                        continue
+                    try:
+                        obj = orjson.loads(raw)
+                    except orjson.JSONDecodeError:
+                        await emit(TurnFailed(code="invalid_input_json", message="input line is not JSON"))
+                        continue
+                    if asking is not None and asking.take(obj):
+                        continue
+                    decoded = outer.decode_input(obj)
+                    owed = getattr(outer, "drain_output", None)
+                    if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
+                        await send_objs(owed())
+                    if decoded is None:
+                        continue
+                    if isinstance(decoded, Shutdown):
+                        shutdown = True
+                        break
+                    if isinstance(decoded, InputError):
+                        await emit(TurnFailed(code=decoded.code, message=decoded.detail))
+                    elif isinstance(decoded, Interrupt):
+                        nursery.start_soon(cancel, conv)
+                    else:
+                        assert isinstance(decoded, Turn)
+                        await turns_in.send(decoded)
+            if asking is not None:  # nobody is left to answer; queued turns still run
+                asking.close()
+            if not shutdown and getattr(outer, "cancel_on_close", False):
+                # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
+                await conv.cancel_turn()
         with trio.CancelScope(shield=True):
             await conv.stop()
     return 0

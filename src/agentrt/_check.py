@@ -24,7 +24,7 @@ class Clause:
 
     id: str
     title: str
-    status: str  # "pass" | "fail"
+    status: str  # "pass" | "fail" | "skip" (the agent gave no occasion to judge)
     detail: str = ""
 
 
@@ -81,7 +81,12 @@ async def run_check(
     quiet_period: float = 0.5,
     exit_timeout: float = 5.0,
 ) -> list[Clause]:
-    """Run the scripted conversation; return one :class:`Clause` per entry of :data:`CLAUSES`."""
+    """Run the scripted conversation; return one :class:`Clause` per entry of :data:`CLAUSES`.
+
+    For ``acp`` the clauses of :data:`~agentrt._check_acp.ACP_CLAUSES` follow, and
+    ``resume_honoured`` is skipped when the agent does not advertise ``loadSession``.
+    """
+    from ._check_acp import ACP_CLAUSES, acp_clauses, advertises_load_session
     from ._conversation import open_conversation
     from ._launch import is_valid_session_id
     from .events import ProcessExited, TurnCompleted, TurnFailed, TurnStarted
@@ -90,6 +95,8 @@ async def run_check(
     rec = _Recorder()
     session_id: str | None = None
     terminals: list[int] = []
+    ended: list[list[Any]] = []  # each prompt's terminal events
+    skipped: dict[str, str] = {}
     started_before_input = False
 
     def exited_cleanly(ev: Any) -> tuple[bool, str]:
@@ -116,6 +123,9 @@ async def run_check(
                 async for ev in conv.send(prompt):
                     if isinstance(ev, (TurnCompleted, TurnFailed)):
                         count += 1
+                        if count == 1:
+                            ended.append([])
+                        ended[-1].append(ev)
             if scope.cancelled_caught:
                 await conv.cancel_turn()
                 count = -1
@@ -159,7 +169,10 @@ async def run_check(
     results["clean_exit_on_shutdown"] = (shutdown_ok, shutdown_detail)
 
     # Part 2: resume the session in a new process.
-    if session_id is None:
+    acp = launch.protocol == "acp"
+    if acp and not advertises_load_session(rec.events):
+        skipped["resume_honoured"] = "the agent does not advertise loadSession"
+    elif session_id is None:
         results["resume_honoured"] = (False, "no session id to resume")
     else:
         rec2 = _Recorder()
@@ -199,7 +212,23 @@ async def run_check(
             ok3, detail3 = False, f"had to be stopped ({detail3})"
         results["clean_exit_on_stdin_close"] = (ok3, detail3)
 
-    return [
-        Clause(id=cid, title=title, status="pass" if results[cid][0] else "fail", detail=results[cid][1])
+    clauses = [
+        Clause(id=cid, title=title, status="skip", detail=skipped[cid])
+        if cid in skipped
+        else Clause(id=cid, title=title, status="pass" if results[cid][0] else "fail", detail=results[cid][1])
         for cid, title in CLAUSES
     ]
+    if acp:
+        verdicts = await acp_clauses(
+            rec.events,
+            ended,
+            len(prompts),
+            launch=launch,
+            plugins=plugins,
+            parent_env=parent_env,
+            turn_timeout=turn_timeout,
+        )
+        clauses.extend(
+            Clause(id=cid, title=title, status=verdicts[cid][0], detail=verdicts[cid][1]) for cid, title in ACP_CLAUSES
+        )
+    return clauses

@@ -16,7 +16,7 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--turn-timeout", type=float, default=120.0, show_default=True, help="Seconds allowed per turn.")
 def check(agent: str | None, protocol: str | None, model: str | None, as_json: bool, turn_timeout: float) -> None:
-    """Run a short scripted conversation and report each contract clause; exit 0 only if all hold."""
+    """Run a short scripted conversation and report each contract clause; exit 0 only if none fails."""
     import attrs
     import trio
 
@@ -33,12 +33,12 @@ def check(agent: str | None, protocol: str | None, model: str | None, as_json: b
         clauses = trio.run(lambda: run_check(launch, plugins=plugins, parent_env=env, turn_timeout=turn_timeout))
     except AgentrtError as exc:
         fail(exc.code, exc.detail, 2 if exc.code != "spawn_failed" else 3)
-    ok = all(c.status == "pass" for c in clauses)
+    ok = all(c.status != "fail" for c in clauses)  # a skipped clause had nothing to judge
     if as_json:
         click.echo(json.dumps({"ok": ok, "clauses": [attrs.asdict(c) for c in clauses]}, indent=2))
     else:
         for c in clauses:
-            mark = "PASS" if c.status == "pass" else "FAIL"
+            mark = c.status.upper()
             detail = f"  ({c.detail})" if c.detail else ""
             click.echo(f"{mark}  {c.id}: {c.title}{detail}")
         click.echo("all clauses hold" if ok else "some clauses do not hold")

@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from agentrt import LaunchSpec, open_conversation
-from agentrt.events import Event, ProcessExited, RawEvent, TextDelta, TurnCompleted
-from agentrt.permissions import deny_all
+from agentrt.events import ControlRequest, Event, ProcessExited, RawEvent, TextDelta, ToolResult, TurnCompleted
+from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 from agentrt_acp.codec import AcpDialect
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
@@ -100,3 +100,41 @@ async def test_claude_code_through_claude_agent_acp(tmp_path: Path) -> None:
             assert "".join(ev.text for ev in events if isinstance(ev, TextDelta)) == "Hello from the fake API."
             assert [ev for ev in events if isinstance(ev, RawEvent) and ev.name == "replay/agent_message_chunk"]
             assert not [ev for ev in events if isinstance(ev, ProcessExited)]
+
+
+@pytest.mark.parametrize("allow", [False, True])
+async def test_claude_code_tool_use_asks_agentrts_permission_policy(tmp_path: Path, allow: bool) -> None:
+    """The fake API asks for ``Bash``; the adapter's ``session/request_permission`` reaches the policy."""
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    parent = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    asked: list[PermissionRequest] = []
+
+    async def policy(request: PermissionRequest) -> PermissionDecision:
+        asked.append(request)
+        return PermissionDecision(allow=True) if allow else await deny_all(request)
+
+    with serve_fake_anthropic(tool_command="echo hi > tool-ran.txt") as api:
+        launch = _launch(home, api.url)
+        async with open_conversation(
+            launch, dialect=AcpDialect(), permission_policy=policy, parent_env=parent, cwd=str(work), term_grace=5
+        ) as conv:
+            events, result = await _turn(conv, "write the file")
+    assert isinstance(result, TurnCompleted), result
+    (request,) = asked
+    assert request.input.get("command") == "echo hi > tool-ran.txt"
+    (control,) = [ev for ev in events if isinstance(ev, ControlRequest)]
+    # The adapter's options carry its own ids: agentrt chose by kind.
+    assert {o["kind"] for o in control.request["options"]} >= {"allow_once", "reject_once"}
+    (tool_result,) = api.tool_results
+    text = "".join(ev.text for ev in events if isinstance(ev, TextDelta))
+    assert text.startswith("The tool said: ")
+    assert [ev.tool_use_id for ev in events if isinstance(ev, ToolResult)]
+    if allow:
+        assert (work / "tool-ran.txt").read_text() == "hi\n"
+        assert not tool_result.get("is_error")
+    else:
+        assert not (work / "tool-ran.txt").exists()
+        assert tool_result.get("is_error") is True

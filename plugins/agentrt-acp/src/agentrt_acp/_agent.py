@@ -15,7 +15,9 @@ from typing import Any
 
 from agentrt.dialect import AgentCodec, AgentInput, ContentBlock, ImageBlock, InputError, Interrupt, TextBlock, Turn
 from agentrt.events import Event, TextDelta, ThinkingDelta, ToolResult, ToolUse, TurnCompleted, TurnFailed
+from agentrt.permissions import PermissionDecision, PermissionRequest
 
+from ._asking import PermissionAsker
 from ._host import PROTOCOL_VERSION
 
 __all__ = ["AcpAgentCodec"]
@@ -44,11 +46,16 @@ def _blocks(prompt: Any) -> tuple[ContentBlock, ...]:
 class AcpAgentCodec(AgentCodec):
     """Agent side of ACP, one instance per agent process."""
 
+    #: Closing stdin ends the connection: a bridge cancels the running turn, whose reply nobody would read.
+    cancel_on_close = True
+
     def __init__(self) -> None:
         self._outbox: list[dict[str, Any]] = []
         self._sessions: set[str] = set()
         self._session: str | None = None
         self._prompt_id: Any = None
+        self._cancelled = False  # session/cancel seen for the running prompt
+        self._asker = PermissionAsker()
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
         self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
@@ -65,7 +72,10 @@ class AcpAgentCodec(AgentCodec):
         if not isinstance(method, str):
             return None  # a response to one of our requests
         if method == "session/cancel":
-            return Interrupt() if params.get("sessionId") == self._session else None
+            if self._prompt_id is None or params.get("sessionId") != self._session:
+                return None
+            self._cancelled = True  # the prompt is answered `cancelled` however the inner turn ends
+            return Interrupt()
         if rid is None or isinstance(rid, (dict, list, bool, float)):
             return None  # another notification
         if method == "initialize":
@@ -88,11 +98,22 @@ class AcpAgentCodec(AgentCodec):
             if not blocks:
                 self._error(rid, -32602, "the prompt has no supported content")
                 return None
-            self._session, self._prompt_id = sid, rid
+            self._session, self._prompt_id, self._cancelled = sid, rid, False
             return Turn(content=blocks)
         else:
             self._error(rid, -32601, "Method not found")
         return None
+
+    def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:
+        """A ``session/request_permission`` for the running prompt's session, as ``(id, message)``.
+
+        A decision instead when the client already chose ``allow_always`` for this tool.
+        """
+        return self._asker.ask(self._session or "", request)
+
+    def permission_answer(self, obj: Any) -> tuple[str, PermissionDecision] | None:
+        """``(id, decision)`` when ``obj`` answers one of our permission requests (chosen by option kind)."""
+        return self._asker.answer(obj)
 
     def drain_output(self) -> list[dict[str, Any]]:
         """Messages owed to the client outside any event (handshake responses, errors), in order."""
@@ -129,7 +150,11 @@ class AcpAgentCodec(AgentCodec):
             out.append(self._update(update))
         elif isinstance(event, (TurnCompleted, TurnFailed)) and self._prompt_id is not None:
             rid, self._prompt_id = self._prompt_id, None
-            if isinstance(event, TurnCompleted):
+            cancelled, self._cancelled = self._cancelled, False
+            if cancelled:
+                # The protocol: a cancelled prompt is answered `cancelled`, however the inner turn ended.
+                self._reply(rid, {"stopReason": "cancelled"})
+            elif isinstance(event, TurnCompleted):
                 result: dict[str, Any] = {"stopReason": "end_turn"}
                 if event.usage is not None:
                     u = event.usage
