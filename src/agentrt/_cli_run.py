@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 
 import click
 
+from ._cli_approval import approval_options
+
 EXIT_OK = 0
 EXIT_AGENT_ERROR = 1
 EXIT_USAGE = 2
@@ -112,10 +114,12 @@ def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None
 @click.option("--thread", help="Named thread: resume its session and remember the new one.")
 @click.option("--no-log", is_flag=True, help="Do not record this conversation in the database.")
 @click.option("--json", "as_json", is_flag=True, help="Print one normalized event per line.")
+@approval_options
 @click.argument("prompt")
 def run(
     agent: str | None, protocol: str | None, model: str | None, resume: str | None, continue_: bool,
-    thread: str | None, no_log: bool, as_json: bool, prompt: str,
+    thread: str | None, no_log: bool, as_json: bool, prompt: str, allow_tools: tuple[str, ...] = (),
+    deny_tools: tuple[str, ...] = (), permission_mode: str | None = None, ask_timeout: float = 50.0,
 ) -> None:
     """Send PROMPT to the agent CLI named by -a or the launch contract and stream the reply.
 
@@ -161,7 +165,23 @@ def run(
         if store is None:
             fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     sink = _StdoutSink(as_json)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink)
+    import uuid
+
+    from ._cli_approval import build_approval_policy, store_recorder
+
+    conversation_id = str(uuid.uuid4())
+    try:  # run never asks: mode ask denies with a note (tools are allowed by rules or --permission-mode allow)
+        policy = build_approval_policy(
+            default_mode="deny", permission_mode=permission_mode, allow_tools=allow_tools, deny_tools=deny_tools,
+            config=resolved.permissions, recorder=store_recorder(plugins, env) if log is not None else None,
+            conversation_id=conversation_id, thread=thread, ask_timeout=ask_timeout,
+            notify=lambda note: click.echo(f"agentrt: note: {note}", err=True),
+            no_asker_note="agentrt run does not ask (use --allow-tool, or agentrt chat)",
+        )
+    except AgentrtError as exc:
+        fail(exc.code, exc.detail)
+    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink,
+                      policy, conversation_id)
     sys.exit(status)
 
 
@@ -176,6 +196,8 @@ async def _run(
     sink: _StdoutSink,
     prompt: str,
     log_sink: Any = None,
+    policy: Any = None,
+    conversation_id: str | None = None,
 ) -> int:
     import trio
 
@@ -209,7 +231,8 @@ async def _run(
 
     async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
-            launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
+            launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env,
+            permission_policy=policy, conversation_id=conversation_id,
         ) as conv:
             # Nobody reads the reply any more once stdout is closed: stop the turn
             # (leaving the block stops and reaps the agent).
