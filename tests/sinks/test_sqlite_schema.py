@@ -110,7 +110,8 @@ async def test_upgrade_from_version_4_adds_approvals_and_keeps_turns(tmp_path: P
                 by="user", at=at,
             ))
         rows = await store.list_approvals(agent="fx")
-        assert [(r["decision"], r["agent"], r["summary"]) for r in rows] == [("allow", "fx", "ls"), ("deny", "fx", "ls")]
+        assert [(r["decision"], r["agent"], r["summary"]) for r in rows] == [
+            ("allow", "fx", "ls"), ("deny", "fx", "ls")]
         assert await store.list_approvals(agent="other") == []
         assert [r["prompt"] for r in await store.search_logs(query="p")] == ["p"]
     finally:
