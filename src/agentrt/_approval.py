@@ -35,6 +35,7 @@ from .permissions import PermissionDecision, PermissionRequest
 
 __all__ = [
     "ASK_TIMEOUT",
+    "Answer",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalPrompt",
