@@ -122,9 +122,14 @@ class Rule:
     prefix: bool = False
     """``True`` for ``Tool(words:*)``: the argument must start with ``words`` (as whole words)."""
 
-    def matches(self, tool_name: str, tool_input: Mapping[str, Any], *, allowing: bool) -> bool:
-        """Whether this rule covers the tool use (an allowing rule refuses compound commands)."""
-        if not fnmatch.fnmatchcase(tool_name, self.tool):
+    def matches(
+        self, tool_name: str, tool_input: Mapping[str, Any], *, allowing: bool, aliases: Sequence[str] = ()
+    ) -> bool:
+        """Whether this rule covers the tool use (an allowing rule refuses compound commands).
+
+        ``aliases`` are other names of the same tool use (an ACP tool call's ``kind``).
+        """
+        if not any(fnmatch.fnmatchcase(name, self.tool) for name in (tool_name, *aliases)):
             return False
         if self.argument is None:
             return True
@@ -203,7 +208,7 @@ class Ruleset:
             config_deny=tuple(parse_rule(p) for p in getattr(config, "deny", ()) or ()),
         )
 
-    def decide(self, tool_name: str, tool_input: Mapping[str, Any]) -> Verdict:
+    def decide(self, tool_name: str, tool_input: Mapping[str, Any], aliases: Sequence[str] = ()) -> Verdict:
         """The first matching rule in precedence order, else the mode."""
         order: tuple[tuple[tuple[Rule, ...], Mode, str], ...] = (
             (self.cli_deny, "deny", "--deny-tool"),
@@ -213,7 +218,7 @@ class Ruleset:
         )
         for rules, action, source in order:
             for rule in rules:
-                if rule.matches(tool_name, tool_input, allowing=action == "allow"):
+                if rule.matches(tool_name, tool_input, allowing=action == "allow", aliases=aliases):
                     return Verdict(action=action, by=f"rule:{source} {rule.pattern}")
         return Verdict(action=self.mode, by=f"mode:{self.mode} ({self.mode_source})")
 
@@ -241,6 +246,15 @@ class ApprovalDecision:
     by: str
     """``rule:…``, ``mode:…``, ``user``, ``user:always``, ``always``, ``timeout``, ``no_terminal``."""
     at: float
+
+
+def _aliases(request: PermissionRequest) -> tuple[str, ...]:
+    """An ACP permission request's tool ``kind`` (``read``, ``edit``, ``execute``, …): rules may name it."""
+    raw = request.raw
+    params = raw.get("params") if isinstance(raw, Mapping) else None
+    call = params.get("toolCall") if isinstance(params, Mapping) else None
+    kind = call.get("kind") if isinstance(call, Mapping) else None
+    return (kind,) if isinstance(kind, str) and kind and kind != request.tool_name else ()
 
 
 Asker = Callable[[ApprovalPrompt], Awaitable[Answer]]
@@ -284,7 +298,7 @@ class ApprovalPolicy:
         """Decide, ask when the rules say so, record, and answer the agent."""
         tool_input: Mapping[str, Any] = request.input if isinstance(request.input, Mapping) else {}
         label = tool_label(request.tool_name, tool_input)
-        verdict = self.rules.decide(request.tool_name, tool_input)
+        verdict = self.rules.decide(request.tool_name, tool_input, _aliases(request))
         key = (request.tool_name, command_argument(tool_input))
         action: Literal["allow", "deny"]
         message = ""
