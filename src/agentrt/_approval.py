@@ -8,7 +8,8 @@ A rule is a tool-name pattern (``fnmatch``: ``Read``, ``mcp__fs__*``), optionall
 with an argument pattern in parentheses: ``Bash(git status:*)`` matches a tool
 whose command argument starts with the words ``git status``; ``Bash(ls)``
 matches exactly ``ls``.  The command argument is the input's ``command``, else
-``file_path``, ``path`` or ``url`` (the first that is a string).
+``file_path``, ``path`` or ``url`` (the first that is a string), else an
+``argv`` list joined by spaces.
 
 Precedence, first match wins: command-line ``--deny-tool``, command-line
 ``--allow-tool``, config ``deny``, config ``allow``, an "always" answer given
@@ -80,11 +81,18 @@ def mask_secrets(text: str) -> str:
 
 
 def command_argument(tool_input: Mapping[str, Any]) -> str | None:
-    """The argument an argument pattern is matched against: ``command``, ``file_path``, ``path`` or ``url``."""
+    """The argument an argument pattern is matched against.
+
+    ``command``, ``file_path``, ``path`` or ``url`` (the first that is a
+    string), else an ``argv`` list (the managed-task tool's) joined by spaces.
+    """
     for key in ("command", "file_path", "path", "url"):
         value = tool_input.get(key)
         if isinstance(value, str):
             return value
+    argv = tool_input.get("argv")
+    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+        return " ".join(argv)
     return None
 
 

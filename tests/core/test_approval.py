@@ -43,6 +43,8 @@ def _req(tool: str = "Bash", **tool_input: Any) -> PermissionRequest:
         ("mcp__fs__*", "mcp__web__get", {}, False),
         ("Read(/home/u/project/:*)", "Read", {"file_path": "/etc/passwd"}, False),
         ("Bash(git:*)", "Bash", {}, False),
+        ("awp_run_managed_task(git status:*)", "awp_run_managed_task", {"argv": ["git", "status", "-s"]}, True),
+        ("awp_run_managed_task(git status:*)", "awp_run_managed_task", {"argv": ["git", "push"]}, False),
     ],
 )
 def test_allow_patterns(pattern: str, tool: str, tool_input: dict[str, Any], expected: bool) -> None:
