@@ -170,13 +170,18 @@ def run(
     from ._cli_approval import build_approval_policy, store_recorder
 
     conversation_id = str(uuid.uuid4())
-    try:  # run never asks: mode ask denies with a note (tools are allowed by rules or --permission-mode allow)
+    asker = None
+    if sys.stdin.isatty() and sys.stderr.isatty():  # mode ask asks on the terminal; elsewhere it denies
+        from ._ask_terminal import TerminalAsker
+
+        asker = TerminalAsker(lambda text: click.echo(text, err=True))
+    try:
         policy = build_approval_policy(
             default_mode="deny", permission_mode=permission_mode, allow_tools=allow_tools, deny_tools=deny_tools,
             config=resolved.permissions, recorder=store_recorder(plugins, env) if log is not None else None,
-            conversation_id=conversation_id, thread=thread, ask_timeout=ask_timeout,
+            conversation_id=conversation_id, thread=thread, ask_timeout=ask_timeout, asker=asker,
             notify=lambda note: click.echo(f"agentrt: note: {note}", err=True),
-            no_asker_note="agentrt run does not ask (use --allow-tool, or agentrt chat)",
+            no_asker_note="stdin is not a terminal (use --allow-tool)",
         )
     except AgentrtError as exc:
         fail(exc.code, exc.detail)

@@ -264,3 +264,17 @@ async def test_an_unanswered_question_times_out_to_deny_with_a_note(tmp_path: Pa
         assert await tmux.wait_exit(tmp_path / "late.status") == 0
     finally:
         await tmux.kill()
+
+
+async def test_run_on_a_terminal_asks_too(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    argv = _approval_argv(tmp_path, "run.status")
+    argv[argv.index("chat"):] = ["run", "-a", "claude", "--permission-mode", "ask", "go"]
+    try:
+        await tmux.start("run", argv)
+        await tmux.wait_text("run", "Allow Bash(git status --short)? [y/n/a]")
+        await tmux.keys("run", "y", "Enter")
+        await tmux.wait_text("run", "allowed:git status --short")
+        assert await tmux.wait_exit(tmp_path / "run.status") == 0
+    finally:
+        await tmux.kill()

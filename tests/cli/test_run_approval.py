@@ -76,7 +76,7 @@ def test_mode_ask_without_a_terminal_denies_with_a_note(tmp_path: Path) -> None:
     _setup(tmp_path)
     proc = cli(tmp_path, "run", "-a", "claude", "--permission-mode", "ask", "go")
     assert proc.returncode == 0, proc.stderr
-    assert "agentrt: note: Bash(git status --short) denied: permission mode ask, but agentrt run does not ask" in (
+    assert "agentrt: note: Bash(git status --short) denied: permission mode ask, but stdin is not a terminal" in (
         proc.stderr)
     assert proc.stdout.startswith("denied:")
     assert [r["by"] for r in approvals(tmp_path)] == ["no_terminal"]

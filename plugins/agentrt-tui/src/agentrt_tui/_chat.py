@@ -182,7 +182,7 @@ def _approval_policy(
 
     from agentrt._cli_approval import build_approval_policy, store_recorder
 
-    from ._ask import TerminalAsker
+    from agentrt._ask_terminal import TerminalAsker
 
     console = getattr(tui.view, "console", None)
 

@@ -1,4 +1,4 @@
-"""``agentrt chat`` asks before a tool runs: ``Allow <tool>? [y/n/a]`` on the terminal.
+"""``agentrt chat`` and ``agentrt run`` ask before a tool runs: ``Allow <tool>? [y/n/a]`` on the terminal.
 
 During a turn the terminal is in cooked mode and nothing else reads stdin, so
 the answer is one line read from file descriptor 0 once trio reports it
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import trio
 
-from agentrt._approval import Answer, ApprovalPrompt
+from ._approval import Answer, ApprovalPrompt
 
 __all__ = ["TerminalAsker", "AskCancelled"]
 
@@ -41,7 +41,7 @@ class TerminalAsker:
             self._scopes.add(scope)
             try:
                 async with self._lock:
-                    self._show(f"Allow {prompt.label}? [y/n/a] (y once, n deny, a always for this chat; "
+                    self._show(f"Allow {prompt.label}? [y/n/a] (y once, n deny, a always for this thread; "
                                f"denied in {prompt.timeout:g}s)")
                     while True:
                         await trio.lowlevel.wait_readable(self._fd)
@@ -51,7 +51,7 @@ class TerminalAsker:
                         answer = _ANSWERS.get(data.decode("utf-8", "replace").strip().lower())
                         if answer is not None:
                             return answer
-                        self._show("answer y (allow once), n (deny) or a (always for this chat)")
+                        self._show("answer y (allow once), n (deny) or a (always for this thread)")
             finally:
                 self._scopes.discard(scope)
         raise AskCancelled("the turn ended before the question was answered")
