@@ -180,9 +180,8 @@ def _approval_policy(
     """The chat's tool-approval policy, and its terminal asker (only on a terminal)."""
     import uuid
 
-    from agentrt._cli_approval import build_approval_policy, store_recorder
-
     from agentrt._ask_terminal import TerminalAsker
+    from agentrt._cli_approval import build_approval_policy, store_recorder
 
     console = getattr(tui.view, "console", None)
 
