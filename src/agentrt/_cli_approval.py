@@ -15,7 +15,7 @@ import click
 from ._approval import ASK_TIMEOUT, ApprovalPolicy, Asker, Mode, Recorder, Ruleset
 from .errors import AgentrtError
 
-__all__ = ["approval_options", "build_approval_policy", "store_recorder"]
+__all__ = ["approval_options", "build_approval_policy", "close_recorder", "store_recorder"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,3 +69,13 @@ def store_recorder(plugins: Any, env: Mapping[str, str]) -> Recorder | None:
     store = plugins.thread_store(env)
     record = getattr(store, "record_approval", None)
     return record if callable(record) else None
+
+
+async def close_recorder(policy: ApprovalPolicy) -> None:
+    """Close the database connection a :func:`store_recorder` opened (bounded; idempotent)."""
+    import trio
+
+    close = getattr(getattr(policy.recorder, "__self__", None), "aclose", None)
+    if close is not None:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await close()

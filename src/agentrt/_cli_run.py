@@ -246,6 +246,10 @@ async def _run(
                 sink.on_closed = reading.cancel
                 terminal = await conv.ask(prompt)
             session_id = conv.session_id
+        if policy is not None:
+            from ._cli_approval import close_recorder
+
+            await close_recorder(policy)
         # Read after the block: the sinks have been flushed and closed by then.
         return terminal, session_id, conv.sink_failures
 

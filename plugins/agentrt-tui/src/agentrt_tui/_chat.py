@@ -166,6 +166,9 @@ async def _chat(
                 await _loop(conv, reader, tui, store, thread_name, launch, asker)
                 nursery.cancel_scope.cancel()
         await conv.stop()
+    from agentrt._cli_approval import close_recorder
+
+    await close_recorder(policy)
 
 
 async def _cancel_on_sigint(conv: Any, sigint: Any) -> None:
