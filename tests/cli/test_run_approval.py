@@ -51,6 +51,10 @@ def test_run_denies_by_default_and_records_the_rule(tmp_path: Path) -> None:
     [row] = approvals(tmp_path)
     assert (row["tool"], row["summary"], row["decision"], row["by"], row["agent"]) == (
         "Bash", "git status --short", "deny", "mode:deny (default)", "claude")
+    plain = cli(tmp_path, "logs", "--approvals")
+    assert plain.returncode == 0, plain.stderr
+    [line] = plain.stdout.splitlines()
+    assert " deny   Bash " in line and "git status --short" in line and "by mode:deny (default)" in line
 
 
 def test_allow_tool_prefix_allows_and_deny_tool_beats_it(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ APPROVAL_FIELDS = ("id", "conversation_id", "thread", "tool", "summary", "decisi
 
 
 def record_approval(db: sqlite3.Connection, decision: Any) -> None:
-    """Store one :class:`agentrt._approval.ApprovalDecision`."""
+    """Store one :class:`agentrt.approval.ApprovalDecision`."""
     db.execute(
         "INSERT INTO approvals (conversation_id, thread, tool, summary, decision, by, at) VALUES (?,?,?,?,?,?,?)",
         (decision.conversation_id, decision.thread, decision.tool, decision.summary, decision.decision,

@@ -190,7 +190,7 @@ class SqliteStore:
         return await self._run(lambda db: search_turns(db, limit=limit, query=query, agent=agent))
 
     async def record_approval(self, decision: Any) -> None:
-        """Store one tool-approval decision (:class:`agentrt._approval.ApprovalDecision`)."""
+        """Store one tool-approval decision (:class:`agentrt.approval.ApprovalDecision`)."""
         from ._logs import record_approval
 
         await self._run(lambda db: record_approval(db, decision))

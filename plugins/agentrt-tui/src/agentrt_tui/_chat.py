@@ -24,7 +24,7 @@ from typing import Any
 import click
 import trio
 
-from agentrt._cli_approval import approval_options
+from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed, Usage
 
@@ -166,7 +166,7 @@ async def _chat(
                 await _loop(conv, reader, tui, store, thread_name, launch, asker)
                 nursery.cancel_scope.cancel()
         await conv.stop()
-    from agentrt._cli_approval import close_recorder
+    from agentrt.approval import close_recorder
 
     await close_recorder(policy)
 
@@ -183,8 +183,7 @@ def _approval_policy(
     """The chat's tool-approval policy, and its terminal asker (only on a terminal)."""
     import uuid
 
-    from agentrt._ask_terminal import TerminalAsker
-    from agentrt._cli_approval import build_approval_policy, store_recorder
+    from agentrt.approval import TerminalAsker, build_approval_policy, store_recorder
 
     console = getattr(tui.view, "console", None)
 

@@ -1,6 +1,6 @@
 """Tool approval in the browser: an approval card with Approve / Deny, answered by a POST.
 
-The thread's policy (:mod:`agentrt._approval`) asks through :meth:`WebApprovals.asker`:
+The thread's policy (:mod:`agentrt.approval`) asks through :meth:`WebApprovals.asker`:
 the question goes to the thread's pages over server-sent events
 (``{"k": "approval", ...}``), and ``POST /api/threads/NAME/approvals/ID``
 (CSRF-checked like every ``/api/`` route) answers it.  Whatever ends the
@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from agentrt._approval import Answer, ApprovalPrompt
+from agentrt.approval import Answer, ApprovalPrompt
 from agentrt.errors import AgentrtError
 
 from ._hub import Hub, sse_frame

@@ -456,7 +456,7 @@ class ChatManager:
         """Thread ``name``'s tool-approval policy: asks on its pages, records in the database."""
         import uuid
 
-        from agentrt._cli_approval import build_approval_policy
+        from agentrt.approval import build_approval_policy
 
         opts = self._approval
         return build_approval_policy(

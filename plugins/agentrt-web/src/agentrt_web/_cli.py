@@ -10,7 +10,7 @@ from typing import Any
 import click
 import trio
 
-from agentrt._cli_approval import approval_options
+from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 
 
@@ -56,7 +56,7 @@ def web(host: str, port: int, no_bots: bool, agent: str | None, **approval: Any)
         return exc
 
     try:
-        from agentrt._cli_approval import build_approval_policy
+        from agentrt.approval import build_approval_policy
 
         # Check the patterns now: a typo is a usage error, not a failure at the first tool.
         build_approval_policy(default_mode="ask", config=None, **approval)
