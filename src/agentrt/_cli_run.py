@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 
 import click
 
+from ._cli_approval import approval_options
+
 EXIT_OK = 0
 EXIT_AGENT_ERROR = 1
 EXIT_USAGE = 2
@@ -117,10 +119,13 @@ def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None
 @click.option("--json", "as_json", is_flag=True, help="Print one normalized event per line.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="End the turn with turn_timeout (exit 3) if it has no result by then.")
+@approval_options
 @click.argument("prompt", required=False)
 def run(
     agent: str | None, protocol: str | None, model: str | None, resume: str | None, continue_: bool,
     thread: str | None, no_log: bool, as_json: bool, timeout: float | None, prompt: str | None,
+    allow_tools: tuple[str, ...] = (), deny_tools: tuple[str, ...] = (), permission_mode: str | None = None,
+    ask_timeout: float = 50.0,
 ) -> None:
     """Send PROMPT to the agent CLI named by -a or the launch contract and stream the reply.
 
@@ -174,7 +179,28 @@ def run(
     if warning:
         click.echo(warning, err=True)
     sink = _StdoutSink(as_json)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout)
+    import uuid
+
+    from ._cli_approval import build_approval_policy, store_recorder
+
+    conversation_id = str(uuid.uuid4())
+    asker = None
+    if sys.stdin.isatty() and sys.stderr.isatty():  # mode ask asks on the terminal; elsewhere it denies
+        from ._ask_terminal import TerminalAsker
+
+        asker = TerminalAsker(lambda text: click.echo(text, err=True))
+    try:
+        policy = build_approval_policy(
+            default_mode="deny", permission_mode=permission_mode, allow_tools=allow_tools, deny_tools=deny_tools,
+            config=resolved.permissions, recorder=store_recorder(plugins, env) if log is not None else None,
+            conversation_id=conversation_id, thread=thread, ask_timeout=ask_timeout, asker=asker,
+            notify=lambda note: click.echo(f"agentrt: note: {note}", err=True),
+            no_asker_note="stdin is not a terminal (use --allow-tool)",
+        )
+    except AgentrtError as exc:
+        fail(exc.code, exc.detail)
+    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout,
+                      policy, conversation_id)
     sys.exit(status)
 
 
@@ -210,6 +236,8 @@ async def _run(
     prompt: str,
     log_sink: Any = None,
     turn_timeout: float | None = None,
+    policy: Any = None,
+    conversation_id: str | None = None,
 ) -> int:
     import trio
 
@@ -243,7 +271,8 @@ async def _run(
 
     async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
-            launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
+            launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env,
+            permission_policy=policy, conversation_id=conversation_id,
         ) as conv:
             # Nobody reads the reply any more once stdout is closed: stop the turn
             # (leaving the block stops and reaps the agent).
@@ -256,6 +285,10 @@ async def _run(
             if reading.cancelled_caught and not sink.output_closed:
                 timed_out.append(True)
             session_id = conv.session_id
+        if policy is not None:
+            from ._cli_approval import close_recorder
+
+            await close_recorder(policy)
         # Read after the block: the sinks have been flushed and closed by then.
         return terminal, session_id, conv.sink_failures
 

@@ -207,3 +207,98 @@ async def test_sigterm_at_the_terminal_prompt_exits_143(tmp_path: Path) -> None:
                 os.kill(pid, 0)
     finally:
         await tmux.kill()
+
+
+STREAM_JSON_FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+
+
+def _approval_argv(tmp: Path, status: str, *args: str) -> list[str]:
+    """``agentrt chat -a claude`` with the stream-json fixture agent, which asks to run ``git status --short``."""
+    exe = tmp / "fake-claude"
+    exe.write_text(f"#!{sys.executable} -S\nimport runpy\n"
+                   f"runpy.run_path({str(STREAM_JSON_FIXTURE)!r}, run_name='__main__')\n")
+    exe.chmod(0o700)
+    (tmp / "config.toml").write_text(
+        f'[agents.claude]\nexecutable = "{exe}"\nprotocol = "stream-json"\nmodel = "claude-test"\n'
+        'env = { STREAM_JSON_FIXTURE_MODE = "permission", STREAM_JSON_FIXTURE_COMMAND = "git status --short" }\n')
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp), "LANG": "C.UTF-8", "TERM": "screen",
+        "AGENTRT_CONFIG": str(tmp / "config.toml"), "AGENTRT_DATABASE_URL": f"sqlite://{tmp}/chat.db",
+    }
+    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, str(RECORD_EXIT),
+            str(tmp / status), AGENTRT, "chat", "-a", "claude", *args]
+
+
+async def test_chat_asks_before_a_tool_runs_and_remembers_always(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    question = "Allow Bash(git status --short)? [y/n/a]"
+    try:
+        await tmux.start("ask", _approval_argv(tmp_path, "ask.status"))
+        await tmux.wait_text("ask", "/help for commands")
+        await tmux.keys("ask", "first", "Enter")
+        await tmux.wait_text("ask", question)
+        await tmux.keys("ask", "y", "Enter")
+        await tmux.wait_text("ask", "allowed:git status --short")
+
+        await tmux.wait_for("ask", lambda s: s.rstrip().endswith("›"), "the prompt after the first reply")
+        await tmux.keys("ask", "second", "Enter")
+        await tmux.wait_for("ask", lambda s: s.count(question) == 2, "the second question")
+        await tmux.keys("ask", "n", "Enter")
+        await tmux.wait_text("ask", "denied:agentrt: Bash(git status --short) denied by the user")
+
+        await tmux.wait_for("ask", lambda s: s.rstrip().endswith("›"), "the prompt after the denial")
+        await tmux.keys("ask", "third", "Enter")
+        await tmux.wait_for("ask", lambda s: s.count(question) == 3, "the third question")
+        await tmux.keys("ask", "a", "Enter")
+        await tmux.wait_for("ask", lambda s: s.count("allowed:git status --short") == 2, "the third reply")
+
+        # "always": the same tool and command is not asked about again in this chat.
+        await tmux.wait_for("ask", lambda s: s.rstrip().endswith("›"), "the prompt after always")
+        await tmux.keys("ask", "fourth", "Enter")
+        screen = await tmux.wait_for("ask", lambda s: s.count("allowed:git status --short") == 3, "the fourth reply")
+        assert screen.count(question) == 3
+        await tmux.wait_for("ask", lambda s: s.rstrip().endswith("›"), "the prompt after the fourth reply")
+        await tmux.keys("ask", "C-d")
+        assert await tmux.wait_exit(tmp_path / "ask.status") == 0
+    finally:
+        await tmux.kill()
+    db = sqlite3.connect(tmp_path / "chat.db")
+    rows = db.execute("SELECT a.tool, a.summary, a.decision, a.by, c.agent FROM approvals a"
+                      " JOIN conversations c ON a.conversation_id = c.id ORDER BY a.id").fetchall()
+    db.close()
+    assert rows == [
+        ("Bash", "git status --short", "allow", "user", "claude"),
+        ("Bash", "git status --short", "deny", "user", "claude"),
+        ("Bash", "git status --short", "allow", "user:always", "claude"),
+        ("Bash", "git status --short", "allow", "always", "claude"),
+    ]
+
+
+async def test_an_unanswered_question_times_out_to_deny_with_a_note(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    try:
+        await tmux.start("late", _approval_argv(tmp_path, "late.status", "--ask-timeout", "1"))
+        await tmux.wait_text("late", "/help for commands")
+        await tmux.keys("late", "go", "Enter")
+        screen = await tmux.wait_text("late", "denied:agentrt: Bash(git status --short) denied: no answer within 1s")
+        assert "· Bash(git status --short) denied: no answer within 1s" in screen
+        # The chat goes on: the next prompt reads what is typed, the old question does not.
+        await tmux.wait_for("late", lambda s: s.rstrip().endswith("›"), "the prompt after the timeout")
+        await tmux.keys("late", "/exit", "Enter")
+        assert await tmux.wait_exit(tmp_path / "late.status") == 0
+    finally:
+        await tmux.kill()
+
+
+async def test_run_on_a_terminal_asks_too(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    argv = _approval_argv(tmp_path, "run.status")
+    argv[argv.index("chat"):] = ["run", "-a", "claude", "--permission-mode", "ask", "go"]
+    try:
+        await tmux.start("run", argv)
+        await tmux.wait_text("run", "Allow Bash(git status --short)? [y/n/a]")
+        await tmux.keys("run", "y", "Enter")
+        await tmux.wait_text("run", "allowed:git status --short")
+        assert await tmux.wait_exit(tmp_path / "run.status") == 0
+    finally:
+        await tmux.kill()

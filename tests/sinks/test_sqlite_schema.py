@@ -89,3 +89,35 @@ async def test_the_bot_store_keeps_the_model_snapshot(tmp_path: Path) -> None:
         assert got is not None and got.model == "gpt-x"
     finally:
         await store.aclose()
+
+
+async def test_upgrade_from_version_4_adds_approvals_and_keeps_turns(tmp_path: Path) -> None:
+    from agentrt._approval import ApprovalDecision
+    from agentrt_sqlite._store import SqliteStore
+
+    path = tmp_path / "v4.db"
+    old = connect(path, target=4)
+    old.execute("INSERT INTO conversations (id, started_at, agent) VALUES ('c1', 1, 'fx')")
+    old.execute("INSERT INTO turns (conversation_id, turn, prompt, reply, started_at) VALUES ('c1', 1, 'p', 'r', 1)")
+    assert "approvals" not in _tables(old)
+    old.close()
+
+    store = SqliteStore(path)
+    try:
+        for at, decision in ((2.0, "deny"), (3.0, "allow")):
+            await store.record_approval(ApprovalDecision(
+                conversation_id="c1", thread=None, tool="Bash", summary="ls", decision=decision,  # type: ignore[arg-type]
+                by="user", at=at,
+            ))
+        rows = await store.list_approvals(agent="fx")
+        assert [(r["decision"], r["agent"], r["summary"]) for r in rows] == [
+            ("allow", "fx", "ls"), ("deny", "fx", "ls")]
+        assert await store.list_approvals(agent="other") == []
+        assert [r["prompt"] for r in await store.search_logs(query="p")] == ["p"]
+    finally:
+        await store.aclose()
+    db = connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    finally:
+        db.close()

@@ -22,8 +22,12 @@ def _clip(text: str | None, width: int) -> str:
 @click.option("-a", "--agent", help="Only conversations of this configured agent.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn.")
 @click.option("--full", is_flag=True, help="Print whole prompts and replies, not one line each.")
-def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: bool) -> None:
+@click.option("--approvals", is_flag=True, help="List tool-approval decisions instead of turns.")
+def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: bool, approvals: bool) -> None:
     """Recorded run, chat and web turns, newest first."""
+    if approvals:
+        _approvals(count, agent, as_json)
+        return
     rows = _run(lambda s: s.search_logs(limit=count, query=query, agent=agent))
     if as_json:
         sys.stdout.write("".join(orjson.dumps(r).decode() + "\n" for r in rows))
@@ -41,3 +45,17 @@ def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: 
         else:
             click.echo(f"{_when(r['started_at'])}  {who:<12} {outcome:<10} {_clip(r['prompt'], 40):<40}  "
                        f"{_clip(r['reply'], 60)}")
+
+
+def _approvals(count: int, agent: str | None, as_json: bool) -> None:
+    rows = _run(lambda s: s.list_approvals(limit=count, agent=agent))
+    if as_json:
+        sys.stdout.write("".join(orjson.dumps(r).decode() + "\n" for r in rows))
+        return
+    if not rows:
+        click.echo("no tool-approval decisions recorded")
+        return
+    for r in rows:
+        where = f"thread {r['thread']}" if r["thread"] else f"conversation {r['conversation_id'] or '-'}"
+        click.echo(f"{_when(r['at'])}  {r['decision']:<5}  {_clip(r['tool'], 24):<24} {_clip(r['summary'], 50):<50}  "
+                   f"by {r['by']}  ({where})")

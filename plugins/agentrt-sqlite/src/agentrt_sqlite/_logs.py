@@ -9,7 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-__all__ = ["LOG_FIELDS", "fts_query", "search_turns", "latest_conversation"]
+__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "list_approvals", "record_approval", "search_turns",
+           "latest_conversation"]
 
 #: The keys of each mapping :func:`search_turns` returns.
 LOG_FIELDS = (
@@ -76,3 +77,37 @@ def latest_conversation(db: sqlite3.Connection, *, agent: str | None = None) -> 
         return None
     keys = ("id", "agent", "dialect", "executable", "model", "session_id", "thread")
     return dict(zip(keys, row))
+
+
+#: The keys of each mapping :func:`list_approvals` returns.
+APPROVAL_FIELDS = ("id", "conversation_id", "thread", "tool", "summary", "decision", "by", "at", "agent")
+
+
+def record_approval(db: sqlite3.Connection, decision: Any) -> None:
+    """Store one :class:`agentrt.approval.ApprovalDecision`."""
+    db.execute(
+        "INSERT INTO approvals (conversation_id, thread, tool, summary, decision, by, at) VALUES (?,?,?,?,?,?,?)",
+        (decision.conversation_id, decision.thread, decision.tool, decision.summary, decision.decision,
+         decision.by, decision.at),
+    )
+
+
+def list_approvals(
+    db: sqlite3.Connection, *, limit: int | None = 10, agent: str | None = None, conversation: str | None = None
+) -> list[dict[str, Any]]:
+    """Tool-approval decisions newest first (at most ``limit``; ``None`` or 0: all)."""
+    sql = (
+        "SELECT a.id, a.conversation_id, a.thread, a.tool, a.summary, a.decision, a.by, a.at, c.agent"
+        " FROM approvals a LEFT JOIN conversations c ON a.conversation_id = c.id"
+    )
+    where: list[str] = []
+    params: list[Any] = []
+    if agent is not None:
+        where.append("c.agent = ?")
+        params.append(agent)
+    if conversation is not None:
+        where.append("a.conversation_id = ?")
+        params.append(conversation)
+    sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY a.at DESC, a.id DESC LIMIT ?"
+    params.append(limit if limit else -1)
+    return [dict(zip(APPROVAL_FIELDS, row)) for row in db.execute(sql, params).fetchall()]

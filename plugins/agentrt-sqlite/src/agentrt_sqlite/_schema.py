@@ -170,8 +170,29 @@ def _v4(db: _Tx) -> None:
     db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
 
 
+def _v5(db: _Tx) -> None:
+    # Tool approvals: every allow/deny decision, with the rule or person that made it.
+    # No foreign key: a decision can be recorded before its conversation's first row.
+    db.executescript(
+        """
+        CREATE TABLE approvals (
+            id              INTEGER PRIMARY KEY,
+            conversation_id TEXT,
+            thread          TEXT,
+            tool            TEXT NOT NULL,
+            summary         TEXT NOT NULL DEFAULT '',
+            decision        TEXT NOT NULL,
+            by              TEXT NOT NULL,
+            at              REAL NOT NULL
+        );
+        CREATE INDEX approvals_at ON approvals(at);
+        CREATE INDEX approvals_conversation ON approvals(conversation_id)
+        """
+    )
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -189,6 +189,20 @@ class SqliteStore:
 
         return await self._run(lambda db: search_turns(db, limit=limit, query=query, agent=agent))
 
+    async def record_approval(self, decision: Any) -> None:
+        """Store one tool-approval decision (:class:`agentrt.approval.ApprovalDecision`)."""
+        from ._logs import record_approval
+
+        await self._run(lambda db: record_approval(db, decision))
+
+    async def list_approvals(
+        self, *, limit: int | None = 10, agent: str | None = None, conversation: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Tool-approval decisions newest first (see :func:`agentrt_sqlite._logs.list_approvals`)."""
+        from ._logs import list_approvals
+
+        return await self._run(lambda db: list_approvals(db, limit=limit, agent=agent, conversation=conversation))
+
     async def latest_conversation(self, agent: str | None = None) -> dict[str, Any] | None:
         """The newest conversation with a native session id: what ``agentrt run -c`` continues."""
         from ._logs import latest_conversation

@@ -29,6 +29,7 @@ from typing import Any
 import click
 import trio
 
+from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed, Usage
 
@@ -51,8 +52,14 @@ def _fail(code: str, detail: str) -> None:
 @click.option("--protocol", help="Dialect to speak (overrides AWP_AGENT_CLI_PROTOCOL).")
 @click.option("-m", "--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
 @click.option("--no-log", is_flag=True, help="Do not record this chat in the database.")
-def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
-    """Talk with an agent, turn by turn, in the terminal."""
+@approval_options
+def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool,
+         **approval: Any) -> None:
+    """Talk with an agent, turn by turn, in the terminal.
+
+    With --permission-mode ask (the default) a tool no rule decides is asked
+    about: y allows once, n denies, a allows it for the rest of the chat.
+    """
     from agentrt import get_plugins
     from agentrt.config import load_config
 
@@ -69,7 +76,7 @@ def chat(agent: str | None, thread_name: str | None, protocol: str | None, model
         if store is None:
             _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     try:
-        signum = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config)
+        signum = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config, approval)
     except AgentrtError as exc:
         _fail(exc.code, exc.detail)
     if signum is not None:
@@ -149,6 +156,7 @@ async def _chat(
     no_log: bool,
     agent: str | None = None,
     config: Any = None,
+    approval: Mapping[str, Any] | None = None,
 ) -> int | None:
     """Run the chat; returns the signal that ended it, if one did."""
     from agentrt import open_conversation
@@ -185,8 +193,11 @@ async def _chat(
             "executable": launch.executable, "model": launch.model, "agent": resolved.name,
         }))
     reader = _Input()
+    policy, asker = _approval_policy(plugins, env, resolved, tui, reader.interactive, no_log, thread_name,
+                                     approval or {})
     async with open_conversation(launch, plugins=plugins, resume=resume, sinks=sinks,
-                                 parent_env=env) as conv:
+                                 parent_env=env, permission_policy=policy,
+                                 conversation_id=policy.conversation_id) as conv:
         label = f"thread {thread_name}" if thread_name else "chat"
         resumed = f", resuming {resume}" if resume else ""
         stopped_by: list[int] = []
@@ -197,9 +208,12 @@ async def _chat(
                         dim=True, err=not sys.stdout.isatty())
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_on_signals, conv, signals, reader, nursery.cancel_scope, stopped_by)
-                await _loop(conv, reader, tui, store, thread_name, launch)
+                await _loop(conv, reader, tui, store, thread_name, launch, asker)
                 nursery.cancel_scope.cancel()
         await conv.stop()
+    from agentrt.approval import close_recorder
+
+    await close_recorder(policy)
     return stopped_by[0] if stopped_by else None
 
 
@@ -218,7 +232,42 @@ async def _on_signals(
         return
 
 
-async def _loop(conv: Any, reader: _Input, tui: Any, store: Any, thread_name: str | None, launch: Any) -> None:
+def _approval_policy(
+    plugins: Any, env: Mapping[str, str], resolved: Any, tui: Any, interactive: bool, no_log: bool,
+    thread_name: str | None, approval: Mapping[str, Any],
+) -> tuple[Any, Any]:
+    """The chat's tool-approval policy, and its terminal asker (only on a terminal)."""
+    import uuid
+
+    from agentrt.approval import TerminalAsker, build_approval_policy, store_recorder
+
+    console = getattr(tui.view, "console", None)
+
+    def show(text: str) -> None:
+        if console is not None:
+            from rich.text import Text
+
+            console.print(Text(text, style="bold yellow"))
+        else:
+            click.echo(text, err=True)
+
+    def note(text: str) -> None:
+        click.echo(f"· {text}", err=True) if console is None else tui.view.note(f"· {text}")
+
+    asker = TerminalAsker(show) if interactive else None
+    policy = build_approval_policy(
+        default_mode="ask", permission_mode=approval.get("permission_mode"),
+        allow_tools=approval.get("allow_tools", ()), deny_tools=approval.get("deny_tools", ()),
+        config=resolved.permissions, asker=asker, ask_timeout=approval.get("ask_timeout", 50.0),
+        recorder=None if no_log else store_recorder(plugins, env), conversation_id=str(uuid.uuid4()),
+        thread=thread_name, notify=note, no_asker_note="stdin is not a terminal",
+    )
+    return policy, asker
+
+
+async def _loop(
+    conv: Any, reader: _Input, tui: Any, store: Any, thread_name: str | None, launch: Any, asker: Any = None
+) -> None:
     from agentrt.threads import ThreadRecord
 
     usage = Usage()
@@ -250,6 +299,8 @@ async def _loop(conv: Any, reader: _Input, tui: Any, store: Any, thread_name: st
             click.echo(f"unknown command {text}; /help lists them")
             continue
         terminal = await _turn(conv, text)
+        if asker is not None:  # a question left open must not read what is typed at the prompt
+            asker.cancel_pending()
         turns += 1
         if terminal.usage is not None:
             usage = usage + terminal.usage

@@ -48,7 +48,7 @@ _STATUS = {
     "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
     "prompt_too_long": 413, "invalid_thread_name": 400, "unknown_action": 400, "bad_request": 400,
     "supervisor_unavailable": 409, "bots_unavailable": 404, "thread_exists": 409, "not_found": 404,
-    "thread_rename_unsupported": 501,
+    "thread_rename_unsupported": 501, "approval_closed": 409,
 }  # fmt: skip
 
 
@@ -272,6 +272,20 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             return _error(exc)
         return JSONResponse({"cancelled": cancelled})
 
+    async def api_approval(request: Request) -> Response:
+        try:
+            name = thread_name(request)
+            body = await _json(request)
+            decision = body.get("decision")
+            if not isinstance(decision, str):
+                raise AgentrtError("bad_request", "decision must be allow, deny or always")
+            answered = state.chats.approvals.answer(name, str(request.path_params["qid"]), decision)
+        except AgentrtError as exc:
+            return _error(exc)
+        if not answered:
+            return _error(AgentrtError("approval_closed", "the question was already answered or expired"))
+        return JSONResponse({"answered": decision})
+
     async def api_delete(request: Request) -> Response:
         try:
             name = thread_name(request)
@@ -351,6 +365,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         Route("/api/threads/{name}/cancel", api_cancel, methods=["POST"]),
         Route("/api/threads/{name}/delete", api_delete, methods=["POST"]),
         Route("/api/threads/{name}/rename", api_rename, methods=["POST"]),
+        Route("/api/threads/{name}/approvals/{qid}", api_approval, methods=["POST"]),
         Route("/api/bots", api_bots),
         Route("/events/threads/{name}", thread_events),
         Route("/events/bots", bots_events),

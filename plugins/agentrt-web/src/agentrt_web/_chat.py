@@ -317,6 +317,8 @@ class ChatManager:
         launch: Any,
         term_grace: float | None = None,
         agent: str | None = None,
+        approval: Mapping[str, Any] | None = None,
+        permissions: Any = None,
     ) -> None:
         self._nursery = nursery
         self.plugins = plugins
@@ -329,6 +331,12 @@ class ChatManager:
         #: The configured agent's name (``agentrt web -a NAME``), recorded with each conversation.
         self.agent = agent
         self.term_grace = term_grace
+        from ._approvals import WebApprovals
+
+        #: Tool-approval questions open on the pages; ``approval`` holds the command's options.
+        self.approvals = WebApprovals(hub)
+        self._approval = dict(approval or {})
+        self._permissions = permissions
         self._live: dict[str, _Live] = {}
         self._opening: dict[str, trio.Lock] = {}
         self._titles: dict[str, str] = {}
@@ -540,9 +548,11 @@ class ChatManager:
                 raise AgentrtError("database_sink_failed", f"the database sink could not start: "
                                    f"{type(exc).__name__}") from exc
         started = False
+        policy = self._policy(live.name)
         try:
             async with open_conversation(self.launch, plugins=self.plugins, resume=resume, sinks=sinks,
-                                         parent_env=self.env, term_grace=self.term_grace) as conv:
+                                         parent_env=self.env, term_grace=self.term_grace,
+                                         permission_policy=policy, conversation_id=policy.conversation_id) as conv:
                 live.conv = conv
                 started = True
                 task_status.started()
@@ -559,6 +569,21 @@ class ChatManager:
             if self._live.get(live.name) is live:
                 del self._live[live.name]
             live.closed.set()
+
+    def _policy(self, name: str) -> Any:
+        """Thread ``name``'s tool-approval policy: asks on its pages, records in the database."""
+        import uuid
+
+        from agentrt.approval import build_approval_policy
+
+        opts = self._approval
+        return build_approval_policy(
+            default_mode="ask", permission_mode=opts.get("permission_mode"), allow_tools=opts.get("allow_tools", ()),
+            deny_tools=opts.get("deny_tools", ()), config=self._permissions, asker=self.approvals.asker(name),
+            ask_timeout=opts.get("ask_timeout", 50.0), recorder=getattr(self.store, "record_approval", None),
+            conversation_id=str(uuid.uuid4()), thread=name,
+            notify=lambda note: print(f"agentrt web: thread {name!r}: {note}", file=sys.stderr),
+        )
 
     async def _turn(self, live: _Live, text: str, started: trio.Event) -> None:
         conv = live.conv

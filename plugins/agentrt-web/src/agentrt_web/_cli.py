@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any
 
 import click
 import trio
 
+from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 
 
@@ -19,8 +21,13 @@ from agentrt.errors import AgentrtError
               help="TCP port (0: any free port; the URL is printed).")
 @click.option("--no-bots", is_flag=True, help="Do not run the FastAgent bot supervisor in this server.")
 @click.option("-a", "--agent", help="Named agent from the config file for new chats (default: default_agent).")
-def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
-    """Serve the web UI: chat, threads and bots in a browser."""
+@approval_options
+def web(host: str, port: int, no_bots: bool, agent: str | None, **approval: Any) -> None:
+    """Serve the web UI: chat, threads and bots in a browser.
+
+    With --permission-mode ask (the default) a tool no rule decides shows an
+    approval card with Approve / Deny on the thread's page.
+    """
     from ._server import WebOptions, announce, resolve_token, serve_web
 
     env = dict(os.environ)
@@ -49,8 +56,12 @@ def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
         return exc
 
     try:
+        from agentrt.approval import build_approval_policy
+
+        # Check the patterns now: a typo is a usage error, not a failure at the first tool.
+        build_approval_policy(default_mode="ask", config=None, **approval)
         opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots,
-                          agent=agent)
+                          agent=agent, approval=approval)
         try:
             trio.run(main)
         except BaseExceptionGroup as group:

@@ -33,6 +33,8 @@ class WebOptions:
     supervise_bots: bool = True
     agent: str | None = None
     """A named agent of the config file (else ``default_agent`` / the launch contract)."""
+    approval: Mapping[str, Any] = attrs.field(factory=dict)
+    """``--allow-tool`` / ``--deny-tool`` / ``--permission-mode`` / ``--ask-timeout`` of ``agentrt web``."""
     term_grace: float | None = None
     #: How long hypercorn lets open responses finish at shutdown (the hub ends ours first).
     graceful_timeout: float = 2.0
@@ -104,7 +106,8 @@ async def serve_web(
 
     async with trio.open_nursery() as nursery:
         chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
-                            term_grace=options.term_grace, agent=resolved.name)
+                            term_grace=options.term_grace, agent=resolved.name, approval=options.approval,
+                            permissions=resolved.permissions)
         bots = BotManager(nursery, hub=hub, env=env, supervise=options.supervise_bots)
         state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
         app = build_app(state, loopback_only=loopback)

@@ -264,8 +264,51 @@
       scroll();
     }
 
+    // Tool approval: a card with Approve / Deny; approval_done (any page's answer,
+    // or the server's timeout) closes it, with the decision and any note.
+    function approvalCard(m) {
+      const card = el("div", "approval");
+      card.dataset.id = m.id;
+      card.setAttribute("role", "alertdialog");
+      card.appendChild(el("div", "question", "Allow " + m.label + "?"));
+      if (m.summary) card.appendChild(el("code", "summary", m.summary));
+      const buttons = el("div", "buttons");
+      for (const [decision, text] of [["allow", "Approve"], ["deny", "Deny"]]) {
+        const b = el("button", decision, text);
+        b.type = "button";
+        b.addEventListener("click", async () => {
+          buttons.querySelectorAll("button").forEach((x) => { x.disabled = true; });
+          const res = await post("/api/threads/" + encodeURIComponent(thread) + "/approvals/" +
+                                 encodeURIComponent(m.id), { decision: decision });
+          if (!res.ok) buttons.querySelectorAll("button").forEach((x) => { x.disabled = false; });
+        });
+        buttons.appendChild(b);
+      }
+      card.appendChild(buttons);
+      card.appendChild(el("div", "note", "Denied automatically in " + Math.round(m.timeout) + " s"));
+      const a = ensureTurn();
+      a.insertBefore(card, a.querySelector(".bubble"));
+      scroll();
+    }
+
+    function approvalDone(m) {
+      messages.querySelectorAll(".approval").forEach((card) => {
+        if (card.dataset.id !== m.id) return;
+        card.classList.add("answered", m.decision === "deny" ? "denied" : "allowed");
+        card.querySelectorAll("button").forEach((b) => b.remove());
+        card.querySelector(".note").textContent =
+          (m.decision === "deny" ? "Denied" : "Approved") + (m.note ? ": " + m.note : "");
+      });
+    }
+
     function apply(m) {
       switch (m.k) {
+        case "approval":
+          approvalCard(m);
+          break;
+        case "approval_done":
+          approvalDone(m);
+          break;
         case "turn_started":
           lastPrompt = m.prompt;
           if (!current || current.dataset.turn) newTurn(m.prompt);
