@@ -23,14 +23,13 @@ host codec handles the traps of the real CLI (see docs/dialects.md):
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect, Interrupt, make_text_delta
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Interrupt, Turn, make_text_delta
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -49,13 +48,21 @@ from agentrt.events import (
 )
 from agentrt.labels import tool_label
 from agentrt.permissions import PermissionDecision
-from agentrt_awp_jsonl.codec import (
-    AwpHostCodec,
+from agentrt_awp_jsonl.anthropic import (
+    SHUTDOWN_LINE,
     decode_user_input,
+    encode_user_line,
+    failure_code,
     failure_message,
     init_object,
     is_stable_code,
+    not_an_object,
+    session_started,
+    shape_error,
+    tool_results,
     tool_use_block,
+    tool_use_event,
+    untyped,
 )
 
 from ._typed import JsonDelta, TextDeltaBody, ThinkingDeltaBody, load_line
@@ -75,7 +82,6 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _UNSET = object()
 
 
-_SUBTYPE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _SKIP_DETAIL = frozenset({"type", "subtype", "uuid", "session_id"})
 
 
@@ -102,11 +108,17 @@ def permission_response(decision: PermissionDecision) -> dict[str, Any]:
     return {"behavior": "deny", "message": decision.message}
 
 
-class StreamJsonHostCodec(AwpHostCodec):
-    """Host side of stream-json: decodes the Claude Code CLI's output objects."""
+class StreamJsonHostCodec(HostCodec):
+    """Host side of stream-json: decodes the Claude Code CLI's output objects.
+
+    One instance per conversation; it remembers what the current turn streamed
+    (to emit only what the complete ``assistant`` lines add) and the tool calls
+    already reported.
+    """
 
     def __init__(self) -> None:
-        super().__init__()
+        #: The session of the last ``system/init``.
+        self.session_id: str | None = None
         self._message_id: Any = None
         # (kind, message id, block index) -> streamed pieces; (kind, message id) -> indices in order
         # (kind, message id) -> {block index: streamed pieces}, blocks in stream order
@@ -117,22 +129,49 @@ class StreamJsonHostCodec(AwpHostCodec):
         # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
         self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
         self._tools_emitted: set[str] = set()
-        # Typed first parse of delta lines (see _typed).
+        # The fast path's typed first parse of delta lines (see _typed).
         self.line_loader = load_line
-        self._dispatch.update(
-            {
-                "stream_event": self._stream_event,
-                "control_request": self._control_request,
-                # The real CLI wraps raw events in stream_event; accept them bare
-                # too, with the same (non-terminal) meaning.
-                "message_start": self._bare_raw,
-                "content_block_start": self._bare_raw,
-                "content_block_delta": self._bare_raw,
-                "content_block_stop": self._bare_raw,
-                "message_delta": self._bare_raw,
-                "message_stop": self._bare_raw,
-            }
-        )
+        self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
+            "system": self._system,
+            "assistant": self._assistant,
+            "user": tool_results,
+            "result": self._result,
+            "rate_limit_event": self._rate_limit,
+            "stream_event": self._stream_event,
+            "control_request": self._control_request,
+            # The real CLI wraps raw events in stream_event; accept them bare
+            # too, with the same (non-terminal) meaning.
+            "message_start": self._bare_raw,
+            "content_block_start": self._bare_raw,
+            "content_block_delta": self._bare_raw,
+            "content_block_stop": self._bare_raw,
+            "message_delta": self._bare_raw,
+            "message_stop": self._bare_raw,
+        }
+
+    # -- input ---------------------------------------------------------------
+    def encode_turn(self, turn: Turn) -> bytes:
+        """The user line, as awp-jsonl's (text, image and document blocks)."""
+        return encode_user_line(turn)
+
+    def encode_shutdown(self) -> bytes | None:
+        """``{"type":"shutdown"}``."""
+        return SHUTDOWN_LINE
+
+    def decode(self, obj: Any) -> Sequence[Event]:
+        """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
+        if type(obj) is tuple:
+            return self.decode_batch((obj,))
+        if type(obj) is not dict:
+            return not_an_object(obj)
+        kind = obj.get("type")
+        handler = self._dispatch.get(kind) if type(kind) is str else None
+        if handler is None:
+            return untyped(kind, obj)
+        try:
+            return handler(obj)
+        except Exception as exc:  # a shape no branch foresaw: say so, keep the object
+            return shape_error(kind, exc, obj)
 
     # -- control requests -------------------------------------------------
     def encode_interrupt(self) -> bytes:
@@ -191,6 +230,12 @@ class StreamJsonHostCodec(AwpHostCodec):
         return (Diagnostic(code="unexpected_output_shape", detail="control_request without id or subtype", raw=obj),)
 
     # -- system -------------------------------------------------------------
+    def _init(self, obj: dict[str, Any]) -> Sequence[Event]:
+        event = session_started(obj)
+        if type(event) is SessionStarted:
+            self.session_id = event.session_id
+        return (event,)
+
     def _system(self, obj: dict[str, Any]) -> Sequence[Event]:
         subtype = obj.get("subtype")
         if subtype == "init":
@@ -451,7 +496,7 @@ class StreamJsonHostCodec(AwpHostCodec):
                 tool_id = block.get("id")
                 if isinstance(tool_id, str) and tool_id in self._tools_emitted:
                     continue
-                event = self._tool_use(obj, block)
+                event = tool_use_event(obj, block)
                 if event.id:
                     self._tools_emitted.add(event.id)
                 out.append(event)
@@ -486,7 +531,6 @@ class StreamJsonHostCodec(AwpHostCodec):
         self._tool_blocks.clear()
         self._tools_emitted.clear()
         self._message_id = None
-        self._pending_usage = None
         subtype = obj.get("subtype")
         usage_obj = obj.get("usage")
         usage = Usage.from_mapping(usage_obj) if isinstance(usage_obj, dict) else None
@@ -513,13 +557,9 @@ def _failure_code(obj: Mapping[str, Any]) -> str:
     reason = obj.get("terminal_reason")
     if is_stable_code(reason) and reason != "completed":
         return str(reason)
-    result = obj.get("result")
-    if is_stable_code(result):
-        return str(result)
-    subtype = obj.get("subtype")
-    if isinstance(subtype, str) and subtype != "success" and _SUBTYPE.match(subtype):
-        return f"cc_{subtype}"
-    return "cc_error"
+    code = failure_code(obj)
+    # ``success`` is the real CLI's subtype of failed turns too: no code in it.
+    return "cc_error" if code == "cc_success" else code
 
 
 def _retry_label(obj: Mapping[str, Any]) -> str:
