@@ -188,3 +188,24 @@ def test_a_line_loader_that_changes_events_is_caught() -> None:
 
     with pytest.raises(AssertionError, match="line_loader changed event"):
         check_dialect(SloppyDialect(partial_messages=True))
+
+
+class _DropsLastOfEachBatch(AwpHostCodec):
+    """A careless inlined hot path: the last object of each chunk is lost."""
+
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        return super().decode_batch(objs[:-1])
+
+
+class _NoLoader(_DropsLastOfEachBatch):
+    def __init__(self) -> None:
+        super().__init__()
+        self.line_loader = None
+
+
+@pytest.mark.parametrize("host", [_DropsLastOfEachBatch, _NoLoader], ids=["with-line-loader", "without"])
+def test_a_sloppy_decode_batch_is_caught(host: type[HostCodec]) -> None:
+    # decode_batch(xs) must equal the concatenation of decode(x), with or without a typed loader.
+    with pytest.raises(AssertionError, match="decode_batch changed event #"):
+        check_dialect(_dialect(host=host), fuzz=50)
+
