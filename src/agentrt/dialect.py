@@ -306,7 +306,8 @@ class Dialect(abc.ABC):
     compat_args: tuple[str, ...] = ()
     session_in_band: bool = False
     """True when the protocol opens, resumes and configures its session itself
-    (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead."""
+    (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead.
+    One of the request/response parts of the contract (see the module docstring)."""
 
     @abc.abstractmethod
     def host_codec(self) -> HostCodec:

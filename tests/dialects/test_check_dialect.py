@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Interrupt, Turn
 from agentrt.events import Event, TextDelta
 from agentrt.testing import check_dialect
 from agentrt_awp_jsonl.codec import AwpAgentCodec, AwpHostCodec, AwpJsonlDialect
@@ -209,3 +209,12 @@ def test_a_sloppy_decode_batch_is_caught(host: type[HostCodec]) -> None:
     with pytest.raises(AssertionError, match="decode_batch changed event #"):
         check_dialect(_dialect(host=host), fuzz=50)
 
+
+class _InterruptOnEmpty(AwpAgentCodec):
+    def decode_input(self, obj: Any) -> AgentInput:
+        return Interrupt() if obj == {} else super().decode_input(obj)
+
+
+def test_an_interrupt_is_an_agent_input() -> None:
+    # Interrupt is part of AgentInput (stream-json's SDK interrupt, ACP's session/cancel).
+    check_dialect(_dialect(agent=_InterruptOnEmpty), fuzz=20)

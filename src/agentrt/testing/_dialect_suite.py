@@ -21,6 +21,7 @@ from ..dialect import (
     HostCodec,
     ImageBlock,
     InputError,
+    Interrupt,
     Shutdown,
     TextBlock,
     Turn,
@@ -344,7 +345,8 @@ def check_dialect(
     5. an unsupported content block raises ``AgentrtError``
        (``unsupported_content_block``) and leaves the codec usable;
     6. ``encode_shutdown`` is ``None`` or one JSON line;
-    7. ``decode_input`` never raises on nasty input and returns an agent input;
+    7. ``decode_input`` never raises on nasty input and returns an agent input
+       (``Turn``, ``Shutdown``, ``Interrupt``, ``InputError`` or ``None``);
     8. agent ``encode`` then host ``decode`` gives each script back (compared
        with :func:`normalize_events`), through real JSON serialisation; a
        turn is delivered as in clause 4 before the script and after each of
@@ -586,8 +588,8 @@ def _decode_input(name: str, agent: AgentCodec, value: Any) -> Any:
         got = agent.decode_input(value)
     except Exception as exc:
         raise _fail(name, f"decode_input raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
-    if got is not None and not isinstance(got, (Turn, Shutdown, InputError)):
-        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/InputError/None")
+    if got is not None and not isinstance(got, (Turn, Shutdown, Interrupt, InputError)):
+        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/Interrupt/InputError/None")
     if isinstance(got, InputError) and not (isinstance(got.code, str) and got.code):
         raise _fail(name, "an InputError needs a non-empty code")
     return got
