@@ -1,19 +1,62 @@
 """Dialects: two-way codecs between agentrt's events and an agent CLI's JSON Lines.
 
-A dialect has no I/O of its own.  The same object serves both sides of the wire:
+This page is the whole contract a dialect author needs; ``docs/examples/
+agentrt-example-dialect`` is a complete small dialect that passes
+:func:`agentrt.testing.check_dialect`, and the suite's numbered clauses are
+the contract's tests.
 
-* **host side** (agentrt drives a CLI): :meth:`HostCodec.encode_turn` gives the
-  line to write for a user turn, :meth:`HostCodec.decode` turns each parsed
-  output object into events.
-* **agent side** (agentrt *is* a CLI): :meth:`AgentCodec.decode_input` reads a
-  parsed input object, :meth:`AgentCodec.encode` turns events into output
-  objects.
+**What a dialect is.**  A :class:`Dialect` has a ``name`` and makes two codecs
+with no I/O of their own, one per conversation (host) or per agent process
+(agent).  A codec may keep state; two codecs never share any.  Framing
+(splitting lines, the 4 MiB cap, malformed lines) is not the codec's business:
+it receives parsed JSON and returns events or objects.
 
-Codecs are created per conversation and may keep state (a stream-json decoder
-remembers which text it already streamed).  Framing (splitting lines, the 4 MiB
-cap, malformed lines) is not the codec's business: it receives parsed JSON,
-unless it offers a :attr:`HostCodec.line_loader`, a typed first parse of each
-line for its hot shapes.
+* **host side** (agentrt drives a CLI), :class:`HostCodec`, required:
+  :meth:`~HostCodec.encode_turn` (the lines that send a user turn) and
+  :meth:`~HostCodec.decode` (the events of one parsed output object, never
+  raising).  Optional, with defaults that do nothing:
+  :meth:`~HostCodec.encode_shutdown`, :meth:`~HostCodec.encode_interrupt`,
+  :meth:`~HostCodec.encode_control_response` (answering a
+  :class:`~agentrt.events.ControlRequest` the agent sent) and
+  :meth:`~HostCodec.finish` (events owed at end of output).
+* **agent side** (agentrt *is* a CLI), :class:`AgentCodec`, required:
+  :meth:`~AgentCodec.decode_input` (a parsed input object to a :class:`Turn`,
+  :class:`Shutdown`, :class:`Interrupt`, :class:`InputError` or ``None``) and
+  :meth:`~AgentCodec.encode` (an event to output objects).
+
+**At most one fast path.**  The host path may take a dialect's shortcut for
+its hot lines, and only one: :meth:`HostCodec.decode_batch` (the events of one
+read's objects at once), optionally fed by :attr:`HostCodec.line_loader` (a
+typed first parse of each line that :meth:`~HostCodec.decode_batch` reads).
+The two are halves of the same path, checked by one clause of
+``check_dialect``: reading lines through the fast path gives exactly the
+events (``repr`` and ``raw``) of :meth:`~HostCodec.decode` on each plainly
+parsed line, in order, i.e. ``decode_batch(xs)`` equals the concatenation of
+``decode(x)``.  A dialect without a fast path inherits the default
+``decode_batch``, which is that concatenation.
+
+**A dialect whose protocol is request/response** (the built-in example is
+ACP, JSON-RPC over stdio): the agent may send requests the host answers, and
+the host may send requests whose responses end a turn, with no core change per
+dialect.  Four optional parts, all no-ops by default (awp-jsonl and
+stream-json leave them so):
+
+* :attr:`Dialect.session_in_band`: the protocol opens, resumes and configures
+  its session itself; agentrt then puts no ``--model``/``--resume`` in argv
+  and calls :meth:`HostCodec.start` with them before the process is spawned;
+* :meth:`HostCodec.drain_output`: lines a decoded response calls for (the next
+  handshake step); the host writes them after each decoded chunk, so
+  :meth:`~HostCodec.encode_turn` may return the first handshake request and
+  keep the turn until the session is open;
+* :meth:`HostCodec.answer_control`: the answer to an agent request the
+  dialect serves itself (bounded I/O, such as a confined file read), instead
+  of the permission policy;
+* :meth:`AgentCodec.drain_output`: on the agent side, objects owed to the
+  host outside any event (handshake responses), written after each input.
+
+``check_dialect`` plays both halves against each other through these hooks:
+what one side's ``drain_output`` owes is fed to the other until the turn
+arrives, so a handshake round trip passes the same clauses as a one-line turn.
 """
 
 from __future__ import annotations
@@ -110,10 +153,64 @@ def content_text(turn: Turn) -> str:
 
 
 class HostCodec(abc.ABC):
-    """Host side of a dialect, one instance per conversation."""
+    """Host side of a dialect, one instance per conversation.
+
+    Required: :meth:`encode_turn`, :meth:`decode`.  Optional (defaults do
+    nothing): :meth:`encode_shutdown`, :meth:`encode_interrupt`,
+    :meth:`encode_control_response`, :meth:`finish`.  The one fast path:
+    :meth:`decode_batch` with :attr:`line_loader`.  Request/response
+    protocols: :meth:`start`, :meth:`drain_output`, :meth:`answer_control`.
+    """
+
+    # -- required ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def encode_turn(self, turn: Turn) -> bytes:
+        """The bytes (one or more complete lines) that send ``turn`` to the CLI.
+
+        Raise :class:`~agentrt.AgentrtError` (``unsupported_content_block``)
+        for content the dialect cannot carry: nothing must be written then.
+        """
+
+    @abc.abstractmethod
+    def decode(self, obj: Any) -> Sequence[Event]:
+        """Events for one parsed output object (possibly none).
+
+        Must never raise on well-formed JSON of an unexpected shape: unknown
+        objects become :class:`~agentrt.events.RawEvent` or a diagnostic.
+        Each event keeps its source object as ``raw``.  A turn ends with
+        exactly one terminal event, ``TurnCompleted`` or ``TurnFailed`` with
+        a stable snake_case code.
+        """
+
+    # -- optional protocol parts -------------------------------------------------------
+
+    def encode_shutdown(self) -> bytes | None:
+        """The graceful-shutdown line, or ``None`` when the dialect has none."""
+        return None
+
+    def encode_interrupt(self) -> bytes | None:
+        """The line asking the agent to stop the running turn, or ``None`` when the protocol has none.
+
+        :meth:`~agentrt.Conversation.cancel_turn` writes it and waits a few seconds
+        for the turn's terminal event before stopping the process instead.
+        """
+        return None
+
+    def encode_control_response(
+        self, request: Any, response: Mapping[str, Any] | None, error: str | None
+    ) -> bytes | None:
+        """Answer a :class:`~agentrt.events.ControlRequest` (``None``: nothing to write)."""
+        return None
+
+    def finish(self) -> Sequence[Event]:
+        """Events owed at end of output (e.g. a dangling partial message)."""
+        return ()
+
+    # -- the one fast path: decode_batch, fed by line_loader -----------------------------------
 
     line_loader: Callable[[bytes], Any] | None = None
-    """Optional first parse of each output line, in place of ``orjson.loads``.
+    """Optional first parse of each output line, in place of ``orjson.loads``: part of the fast path.
 
     The host path's framing calls it with one line's bytes (no ``\n``; JSON
     whitespace may surround it).  It returns any object this codec's
@@ -127,39 +224,21 @@ class HostCodec(abc.ABC):
     plain ``orjson.loads``.
     """
 
-    @abc.abstractmethod
-    def encode_turn(self, turn: Turn) -> bytes:
-        """The bytes (one or more complete lines) that send ``turn`` to the CLI.
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for several parsed objects, in order (one received chunk's worth).
 
-        Raise :class:`~agentrt.AgentrtError` (``unsupported_content_block``)
-        for content the dialect cannot carry: nothing must be written then.
+        The default calls :meth:`decode` per object.  A dialect may override it
+        to inline its hot path: the host path calls this once per chunk, so a
+        per-line Python call and a per-line tuple can be saved.  The result
+        must equal the concatenation of :meth:`decode` per object (a clause of
+        ``check_dialect``), for plain objects and :attr:`line_loader`'s alike.
         """
+        out: list[Event] = []
+        for obj in objs:
+            out.extend(self.decode(obj))
+        return out
 
-    def encode_shutdown(self) -> bytes | None:
-        """The graceful-shutdown line, or ``None`` when the dialect has none."""
-        return None
-
-    def encode_control_response(
-        self, request: Any, response: Mapping[str, Any] | None, error: str | None
-    ) -> bytes | None:
-        """Answer a :class:`~agentrt.events.ControlRequest` (``None``: nothing to write)."""
-        return None
-
-    def encode_interrupt(self) -> bytes | None:
-        """The line asking the agent to stop the running turn, or ``None`` when the protocol has none.
-
-        :meth:`~agentrt.Conversation.cancel_turn` writes it and waits a few seconds
-        for the turn's terminal event before stopping the process instead.
-        """
-        return None
-
-    @abc.abstractmethod
-    def decode(self, obj: Any) -> Sequence[Event]:
-        """Events for one parsed output object (possibly none).
-
-        Must never raise on well-formed JSON of an unexpected shape: unknown
-        objects become :class:`~agentrt.events.RawEvent` or a diagnostic.
-        """
+    # -- request/response protocols (see the module docstring) ---------------------------------
 
     def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
         """Called once before the process this codec serves is spawned.
@@ -190,25 +269,13 @@ class HostCodec(abc.ABC):
         """
         return None
 
-    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
-        """Events for several parsed objects, in order (one received chunk's worth).
-
-        The default calls :meth:`decode` per object.  A dialect may override it
-        to inline its hot path: the host path calls this once per chunk, so a
-        per-line Python call and a per-line tuple can be saved.
-        """
-        out: list[Event] = []
-        for obj in objs:
-            out.extend(self.decode(obj))
-        return out
-
-    def finish(self) -> Sequence[Event]:
-        """Events owed at end of output (e.g. a dangling partial message)."""
-        return ()
-
 
 class AgentCodec(abc.ABC):
-    """Agent side of a dialect, one instance per agent process."""
+    """Agent side of a dialect, one instance per agent process.
+
+    Required: :meth:`decode_input`, :meth:`encode`.  Request/response
+    protocols: :meth:`drain_output`.
+    """
 
     @abc.abstractmethod
     def decode_input(self, obj: Any) -> AgentInput:
@@ -217,6 +284,15 @@ class AgentCodec(abc.ABC):
     @abc.abstractmethod
     def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
         """Output objects for one event (possibly none), each one JSON line."""
+
+    def drain_output(self) -> Sequence[Mapping[str, Any]]:
+        """Objects owed to the host outside any event, in order (default: none).
+
+        For request/response protocols: :meth:`decode_input` may answer a
+        request itself (a handshake step, a stream-json ``control_request``);
+        the agent loop writes what this returns after each input line.
+        """
+        return ()
 
 
 class Dialect(abc.ABC):
@@ -230,7 +306,8 @@ class Dialect(abc.ABC):
     compat_args: tuple[str, ...] = ()
     session_in_band: bool = False
     """True when the protocol opens, resumes and configures its session itself
-    (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead."""
+    (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead.
+    One of the request/response parts of the contract (see the module docstring)."""
 
     @abc.abstractmethod
     def host_codec(self) -> HostCodec:

@@ -317,13 +317,13 @@ def test_lone_surrogate_escapes_become_replacement_characters(escaped: bytes, te
 def _typed_loader() -> Any:
     import msgspec
 
-    from agentrt_awp_jsonl._typed import BlockDelta, typed_loader
+    from agentrt_awp_jsonl.anthropic import BlockDelta, typed_loader
 
     return typed_loader(b'{"type":', msgspec.json.Decoder(BlockDelta).decode)
 
 
 def test_lone_surrogate_in_a_typed_delta_line_is_repaired_on_both_paths() -> None:
-    from agentrt_awp_jsonl._typed import load_line
+    from agentrt_awp_jsonl.anthropic import load_block_delta as load_line
 
     line = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \\ud83d"}}'
     want = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi \ufffd"}}

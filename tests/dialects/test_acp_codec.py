@@ -116,10 +116,33 @@ def test_claude_agent_acp_captures() -> None:
     assert not [ev for ev in events if isinstance(ev, Diagnostic)]
 
 
-def test_check_dialect_decode_only_with_the_captures() -> None:
+#: The turns the fixture agent half carries (it accepts text and images, not embedded resources).
+TURNS = [
+    Turn.text("hello"),
+    Turn.text(""),
+    Turn.text('quotes " and \\ and \n newlines, ünïcödé, emoji 🙂, \u2028 separators'),
+    Turn(content=(ImageBlock(media_type="image/png", data="iVBORw0KGgo="), TextBlock(text="describe it"))),
+]
+
+
+def test_check_dialect_full_suite_with_the_captures() -> None:
     samples = [obj for path in sorted(CAPTURES.glob("*.stdout.jsonl")) for obj in _lines(path)]
-    # Clauses 4 and 8 assume a turn is one write: ACP's handshake is checked by the exchange tests below.
-    check_dialect(AcpDialect, samples=samples, turns=(), scripts=(), fuzz=600)
+    # The suite feeds each half's drain_output to the other: the handshake round trip takes every clause.
+    check_dialect(AcpDialect, samples=samples, turns=TURNS, scripts=SCRIPTS, fuzz=600)
+
+
+def test_check_dialect_catches_a_handshake_that_stalls() -> None:
+    class Forgetful(AcpHostCodec):
+        def drain_output(self) -> bytes | None:
+            super().drain_output()
+            return None  # the next handshake request is never written
+
+    class ForgetfulDialect(AcpDialect):
+        def host_codec(self) -> AcpHostCodec:
+            return Forgetful(self.options)
+
+    with pytest.raises(AssertionError, match="encode_turn then decode_input gave"):
+        check_dialect(ForgetfulDialect, turns=TURNS, scripts=SCRIPTS, fuzz=10)
 
 
 # -- host and agent halves talking to each other --------------------------------------------------

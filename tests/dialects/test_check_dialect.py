@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Interrupt, Turn
 from agentrt.events import Event, TextDelta
 from agentrt.testing import check_dialect
 from agentrt_awp_jsonl.codec import AwpAgentCodec, AwpHostCodec, AwpJsonlDialect
@@ -188,3 +188,33 @@ def test_a_line_loader_that_changes_events_is_caught() -> None:
 
     with pytest.raises(AssertionError, match="line_loader changed event"):
         check_dialect(SloppyDialect(partial_messages=True))
+
+
+class _DropsLastOfEachBatch(AwpHostCodec):
+    """A careless inlined hot path: the last object of each chunk is lost."""
+
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        return super().decode_batch(objs[:-1])
+
+
+class _NoLoader(_DropsLastOfEachBatch):
+    def __init__(self) -> None:
+        super().__init__()
+        self.line_loader = None
+
+
+@pytest.mark.parametrize("host", [_DropsLastOfEachBatch, _NoLoader], ids=["with-line-loader", "without"])
+def test_a_sloppy_decode_batch_is_caught(host: type[HostCodec]) -> None:
+    # decode_batch(xs) must equal the concatenation of decode(x), with or without a typed loader.
+    with pytest.raises(AssertionError, match="decode_batch changed event #"):
+        check_dialect(_dialect(host=host), fuzz=50)
+
+
+class _InterruptOnEmpty(AwpAgentCodec):
+    def decode_input(self, obj: Any) -> AgentInput:
+        return Interrupt() if obj == {} else super().decode_input(obj)
+
+
+def test_an_interrupt_is_an_agent_input() -> None:
+    # Interrupt is part of AgentInput (stream-json's SDK interrupt, ACP's session/cancel).
+    check_dialect(_dialect(agent=_InterruptOnEmpty), fuzz=20)

@@ -47,6 +47,30 @@ def test_registration_and_compat_args() -> None:
     )
 
 
+def test_host_codec_stands_alone_on_the_shared_wire_module() -> None:
+    # stream-json shares awp-jsonl's wire shapes through a public module, not by subclassing its codec.
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from agentrt_awp_jsonl import anthropic
+    from agentrt_awp_jsonl.codec import AwpHostCodec
+    from agentrt_stream_json import codec
+
+    assert not issubclass(codec.StreamJsonHostCodec, AwpHostCodec)
+    package = Path(inspect.getfile(codec)).parent
+    imported = {
+        node.module
+        for path in package.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("agentrt_awp_jsonl")
+    }
+    assert imported == {"agentrt_awp_jsonl.anthropic"}
+    codec_a, codec_b = host(), host()
+    assert codec_a._dispatch is not codec_b._dispatch
+    assert codec_a._dispatch["user"] is anthropic.tool_results
+
+
 def test_input_is_the_awp_user_line() -> None:
     from agentrt_awp_jsonl.codec import AwpJsonlDialect
 

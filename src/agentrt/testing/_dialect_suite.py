@@ -21,6 +21,7 @@ from ..dialect import (
     HostCodec,
     ImageBlock,
     InputError,
+    Interrupt,
     Shutdown,
     TextBlock,
     Turn,
@@ -206,7 +207,7 @@ def _json_roundtrip(name: str, obj: Any) -> Any:
         raise _fail(name, f"agent encode produced an object that is not JSON: {_short(obj)} ({exc})") from None
 
 
-def _decode_all(name: str, codec: HostCodec, values: Iterable[Any]) -> list[Event]:
+def _decode_all(name: str, codec: HostCodec, values: Iterable[Any], *, finish: bool = True) -> list[Event]:
     events: list[Event] = []
     for value in values:
         try:
@@ -219,6 +220,8 @@ def _decode_all(name: str, codec: HostCodec, values: Iterable[Any]) -> list[Even
             if not isinstance(ev, Event):
                 raise _fail(name, f"decode produced {_short(ev)}, not an agentrt Event, on {_short(value)}")
         events.extend(got)
+    if not finish:
+        return events
     try:
         tail = codec.finish()
     except Exception as exc:
@@ -335,17 +338,30 @@ def check_dialect(
        the samples, :data:`NASTY_VALUES`, ``fuzz`` seeded random values and
        mutations of the samples (all through one stateful codec);
     4. ``encode_turn`` gives complete ``\\n``-terminated JSON lines, which the
-       agent codec decodes back to the same turn;
+       agent codec decodes back to the same turn (each side's
+       ``drain_output`` fed to the other until the turn arrives, so a
+       handshake counts; each turn is then ended by the agent codec's
+       ``TurnCompleted``, so turns follow one another as in a conversation);
     5. an unsupported content block raises ``AgentrtError``
        (``unsupported_content_block``) and leaves the codec usable;
     6. ``encode_shutdown`` is ``None`` or one JSON line;
-    7. ``decode_input`` never raises on nasty input and returns an agent input;
+    7. ``decode_input`` never raises on nasty input and returns an agent input
+       (``Turn``, ``Shutdown``, ``Interrupt``, ``InputError`` or ``None``);
     8. agent ``encode`` then host ``decode`` gives each script back (compared
-       with :func:`normalize_events`), through real JSON serialisation;
-    9. when the host codec offers a :attr:`~agentrt.dialect.HostCodec.line_loader`:
-       the samples, the fuzz values and the agent codec's output for the
-       scripts, written as JSON lines and read through the framing with it, give
-       exactly the events (``repr`` and ``raw``) of the plain parse.
+       with :func:`normalize_events`), through real JSON serialisation; a
+       turn is delivered as in clause 4 before the script and after each of
+       its terminal events.  For a dialect that opens its session in band
+       (:attr:`~agentrt.dialect.Dialect.session_in_band`) the session is the
+       protocol's: the handshake must open exactly one, the script's
+       ``SessionStarted`` events are not compared, and a ``TurnCompleted``
+       without a session id stands for the handshake's;
+    9. the fast path changes nothing but the cost: the samples, the fuzz
+       values and the agent codec's output for the scripts, written as JSON
+       lines and read through the framing in chunks, give through
+       ``decode_batch`` exactly the events (``repr`` and ``raw``) of
+       ``decode`` on each plainly parsed line (``decode_batch(xs)`` equals the
+       concatenation of ``decode(x)``), and the same again with the host
+       codec's :attr:`~agentrt.dialect.HostCodec.line_loader` when it has one.
     """
     factory: Callable[[], Dialect] = dialect if not isinstance(dialect, Dialect) else (lambda: dialect)
     instance = factory()
@@ -383,17 +399,18 @@ def check_dialect(
     for value in NASTY_VALUES:  # and each alone on a fresh codec
         _decode_all(name, instance.host_codec(), [value])
 
-    # 4. encode_turn: complete lines, decoded back
-    host, agent = instance.host_codec(), instance.agent_codec()
+    # 4. encode_turn: complete lines, decoded back (through a handshake if the protocol has one)
+    host, agent = _started(instance.host_codec()), instance.agent_codec()
     for turn in turns:
-        lines = _turn_lines(name, host, turn)
-        decoded = [_decode_input(name, agent, line) for line in lines]
+        decoded, _ = _deliver(name, host, agent, turn)
         got = [d for d in decoded if isinstance(d, Turn)]
         if got != [turn]:
             raise _fail(name, f"encode_turn then decode_input gave {_short(decoded)} for {_short(turn)}")
+        _host_reads(name, host, _agent_encode(name, agent, TurnCompleted()))
 
     # 5. unsupported blocks
     alien: Any = _AlienBlock()
+    host = _started(instance.host_codec())
     for bad in (Turn(content=(alien,)), Turn(content=(TextBlock(text="fine"), alien))):
         try:
             produced = host.encode_turn(bad)
@@ -406,7 +423,7 @@ def check_dialect(
             raise _fail(name, f"unsupported block raised {type(exc).__name__}, not AgentrtError") from exc
         else:
             raise _fail(name, f"unsupported block was encoded as {_short(produced)}; it must raise")
-    if turns and _turn_lines(name, host, turns[0]) != _turn_lines(name, instance.host_codec(), turns[0]):
+    if turns and _turn_lines(name, host, turns[0]) != _turn_lines(name, _started(instance.host_codec()), turns[0]):
         raise _fail(name, "after refusing a turn the host codec encodes differently from a fresh one")
 
     # 6. shutdown
@@ -427,12 +444,11 @@ def check_dialect(
     for script in scripts:
         _roundtrip(name, instance, script)
 
-    # 9. a typed line loader changes nothing but the cost
-    if instance.host_codec().line_loader is not None:
-        _check_line_loader(name, instance, [*samples, *fuzz_values, *samples], scripts)
+    # 9. the fast path (decode_batch, with its line loader) changes nothing but the cost
+    _check_fast_path(name, instance, [*samples, *fuzz_values, *samples], scripts)
 
 
-def _check_line_loader(name: str, instance: Dialect, values: list[Any], scripts: Sequence[Sequence[Event]]) -> None:
+def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: Sequence[Sequence[Event]]) -> None:
     import orjson
 
     from .._framing import JsonlReader, Malformed
@@ -449,25 +465,96 @@ def _check_line_loader(name: str, instance: Dialect, values: list[Any], scripts:
             lines.extend(orjson.dumps(obj) for obj in agent.encode(event))
     blob = b"\n".join(lines) + b"\n"
 
-    def read(typed: bool) -> list[tuple[str, Any]]:
+    def read(*, batch: bool, typed: bool) -> list[tuple[str, Any]]:
         codec = instance.host_codec()
         reader = JsonlReader(codec.line_loader if typed else None)
         events: list[Event] = []
         for start in range(0, len(blob), 4096):
             objs = [obj for obj in reader.feed(blob[start : start + 4096]) if type(obj) is not Malformed]
+            if not batch:
+                events.extend(_decode_all(name, codec, objs, finish=False))
+                continue
             try:
-                events.extend(codec.decode_batch(objs))
+                got = codec.decode_batch(objs)
             except Exception as exc:
                 raise _fail(name, f"decode_batch raised {type(exc).__name__}: {exc}") from exc
+            events.extend(got)
         events.extend(codec.finish())
         return [(repr(ev), ev.raw) for ev in events]
 
-    typed, plain = read(True), read(False)
-    if typed != plain:
-        at = next((i for i, (a, b) in enumerate(zip(typed, plain)) if a != b), min(len(typed), len(plain)))
-        got = typed[at] if at < len(typed) else "nothing"
-        want = plain[at] if at < len(plain) else "nothing"
-        raise _fail(name, f"line_loader changed event #{at}: {_short(got)} instead of {_short(want)}")
+    def compare(what: str, fast: list[tuple[str, Any]], want: list[tuple[str, Any]]) -> None:
+        if fast != want:
+            at = next((i for i, (a, b) in enumerate(zip(fast, want)) if a != b), min(len(fast), len(want)))
+            got = fast[at] if at < len(fast) else "nothing"
+            expected = want[at] if at < len(want) else "nothing"
+            raise _fail(name, f"{what} changed event #{at}: {_short(got)} instead of {_short(expected)} (decode)")
+
+    reference = read(batch=False, typed=False)
+    compare("decode_batch", read(batch=True, typed=False), reference)
+    if instance.host_codec().line_loader is not None:
+        compare("line_loader", read(batch=True, typed=True), reference)
+
+
+#: The turn the round trip sends before a script and between its turns.
+_ROUND_TRIP_TURN = Turn.text("go on")
+#: Messages each side may owe the other before a turn reaches the agent (a handshake is a few).
+_MAX_EXCHANGES = 16
+
+
+def _started(host: HostCodec) -> HostCodec:
+    # As the host path does before spawning: a new session, no model asked for.
+    host.start(resume=None, model=None, cwd="/")
+    return host
+
+
+def _agent_encode(name: str, agent: AgentCodec, event: Event) -> list[Any]:
+    try:
+        objects = agent.encode(event)
+    except Exception as exc:
+        raise _fail(name, f"agent encode raised {type(exc).__name__}: {exc} on {_short(event)}") from exc
+    return _agent_objects(name, "agent encode", objects)
+
+
+def _agent_objects(name: str, what: str, objects: Any) -> list[Any]:
+    out = []
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            raise _fail(name, f"{what} must produce mappings, got {_short(obj)}")
+        out.append(_json_roundtrip(name, obj))
+    return out
+
+
+def _host_reads(name: str, host: HostCodec, objects: list[Any]) -> list[Event]:
+    return _decode_all(name, host, objects, finish=False)
+
+
+def _deliver(name: str, host: HostCodec, agent: AgentCodec, turn: Turn) -> tuple[list[Any], list[Event]]:
+    """Send ``turn`` from host to agent, each side's ``drain_output`` fed to the other until neither owes more.
+
+    Returns what the agent's ``decode_input`` gave and the events the host
+    decoded on the way (a handshake's).
+    """
+    pending = _turn_lines(name, host, turn)
+    inputs: list[Any] = []
+    events: list[Event] = []
+    for _ in range(_MAX_EXCHANGES):
+        inputs.extend(_decode_input(name, agent, obj) for obj in pending)
+        try:
+            owed = agent.drain_output()
+        except Exception as exc:
+            raise _fail(name, f"agent drain_output raised {type(exc).__name__}: {exc}") from exc
+        owed = _agent_objects(name, "agent drain_output", owed)
+        if not owed:
+            return inputs, events
+        events.extend(_host_reads(name, host, owed))
+        try:
+            data = host.drain_output()
+        except Exception as exc:
+            raise _fail(name, f"host drain_output raised {type(exc).__name__}: {exc}") from exc
+        pending = [] if data is None else _split_lines(name, "drain_output", data)
+        if not pending:
+            return inputs, events
+    raise _fail(name, f"host and agent codecs still owed each other messages after {_MAX_EXCHANGES} exchanges")
 
 
 def _split_lines(name: str, what: str, data: Any) -> list[Any]:
@@ -501,29 +588,41 @@ def _decode_input(name: str, agent: AgentCodec, value: Any) -> Any:
         got = agent.decode_input(value)
     except Exception as exc:
         raise _fail(name, f"decode_input raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
-    if got is not None and not isinstance(got, (Turn, Shutdown, InputError)):
-        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/InputError/None")
+    if got is not None and not isinstance(got, (Turn, Shutdown, Interrupt, InputError)):
+        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/Interrupt/InputError/None")
     if isinstance(got, InputError) and not (isinstance(got.code, str) and got.code):
         raise _fail(name, "an InputError needs a non-empty code")
     return got
 
 
 def _roundtrip(name: str, instance: Dialect, script: Sequence[Event]) -> None:
-    agent, host = instance.agent_codec(), instance.host_codec()
+    agent, host = instance.agent_codec(), _started(instance.host_codec())
+    _, opening = _deliver(name, host, agent, _ROUND_TRIP_TURN)
     decoded: list[Event] = []
-    for event in script:
-        try:
-            objects = agent.encode(event)
-        except Exception as exc:
-            raise _fail(name, f"agent encode raised {type(exc).__name__}: {exc} on {_short(event)}") from exc
-        for obj in objects:
-            if not isinstance(obj, Mapping):
-                raise _fail(name, f"agent encode must produce mappings, got {_short(obj)}")
-            decoded.extend(_decode_all(name, host, [_json_roundtrip(name, obj)]))
-    unexpected = [ev for ev in decoded if isinstance(ev, Diagnostic)]
+    for n, event in enumerate(script):
+        decoded.extend(_host_reads(name, host, _agent_encode(name, agent, event)))
+        if isinstance(event, (TurnCompleted, TurnFailed)) and n + 1 < len(script):
+            decoded.extend(_deliver(name, host, agent, _ROUND_TRIP_TURN)[1])  # the next turn
+    # A handshake that fails is as wrong as a diagnostic; a script's own failures are compared below.
+    unexpected = [ev for ev in opening if isinstance(ev, (Diagnostic, TurnFailed))]
+    unexpected += [ev for ev in decoded if isinstance(ev, Diagnostic)]
     if unexpected:
         raise _fail(name, f"round trip produced diagnostics: {_short(unexpected)}")
-    want, got = normalize_events(script), normalize_events(decoded)
+    want: list[Event] = list(script)
+    if instance.session_in_band:
+        opened = [ev for ev in (*opening, *decoded) if isinstance(ev, SessionStarted)]
+        if len(opened) != 1:
+            raise _fail(name, f"the handshake must open exactly one session, it gave {_short(opened)}")
+        sid = opened[0].session_id
+        want = [
+            attrs.evolve(ev, session_id=sid) if isinstance(ev, TurnCompleted) and ev.session_id is None else ev
+            for ev in want
+            if not isinstance(ev, SessionStarted)
+        ]
+        decoded = [ev for ev in decoded if not isinstance(ev, SessionStarted)]
+    else:
+        decoded = [*opening, *decoded]
+    want, got = normalize_events(want), normalize_events(decoded)
     if want != got:
         raise _fail(name, f"round trip changed the events:\n  sent    {_short(want)}\n  decoded {_short(got)}")
     # Events a dialect need not express must still encode without raising.

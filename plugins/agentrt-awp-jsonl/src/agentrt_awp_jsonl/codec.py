@@ -2,8 +2,9 @@
 
 Host side (:class:`AwpHostCodec`) follows the original AWP host's translation
 table; agent side (:class:`AwpAgentCodec`) prints what the reference agent CLI
-prints.  The stream-json dialect builds on these classes (same user line, a
-superset of the output objects), which is why this module is importable.
+prints.  The wire shapes it shares with stream-json (the user line, tool
+blocks, usage, failure codes, the typed deltas) are in
+:mod:`agentrt_awp_jsonl.anthropic`.
 
 Decisions worth knowing (docs/dialects.md has the full table):
 
@@ -21,29 +22,11 @@ Decisions worth knowing (docs/dialects.md has the full table):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
-
-from agentrt.dialect import (
-    AgentCodec,
-    AgentInput,
-    ContentBlock,
-    Dialect,
-    DocumentBlock,
-    HostCodec,
-    ImageBlock,
-    InputError,
-    Shutdown,
-    TextBlock,
-    Turn,
-    make_text_delta,
-)
-from agentrt.errors import AgentrtError
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn, make_text_delta
 from agentrt.events import (
-    Diagnostic,
     Event,
     RawEvent,
     SessionStarted,
@@ -58,128 +41,33 @@ from agentrt.events import (
 )
 from agentrt.labels import tool_label
 
-from ._typed import TextDeltaBody, ThinkingDeltaBody, load_line
+from .anthropic import (
+    SHUTDOWN_LINE,
+    TextDeltaBody,
+    ThinkingDeltaBody,
+    decode_user_input,
+    encode_user_line,
+    failure_code,
+    failure_message,
+    init_object,
+    load_block_delta,
+    not_an_object,
+    session_started,
+    shape_error,
+    tool_result_object,
+    tool_results,
+    tool_use_block,
+    tool_use_event,
+    untyped,
+    usage_of,
+)
 
-__all__ = [
-    "AwpJsonlDialect",
-    "AwpHostCodec",
-    "AwpAgentCodec",
-    "encode_user_line",
-    "encode_blocks",
-    "decode_user_input",
-    "is_stable_code",
-    "failure_message",
-    "init_object",
-    "tool_use_block",
-    "tool_result_object",
-    "SHUTDOWN_LINE",
-]
+__all__ = ["AwpJsonlDialect", "AwpHostCodec", "AwpAgentCodec"]
 
-#: The graceful-shutdown line of the contract.
-SHUTDOWN_LINE = b'{"type":"shutdown"}\n'
-
-_CODE = re.compile(r"^[a-z0-9_:-]{1,160}$", re.IGNORECASE)
-_SUBTYPE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _NO_EVENTS: tuple[Event, ...] = ()
 
 
-def is_stable_code(value: Any) -> bool:
-    """True when ``value`` is a string shaped like a stable error code."""
-    return isinstance(value, str) and _CODE.match(value) is not None
-
-
-# -- input (host encodes, agent decodes): identical for awp-jsonl and stream-json --
-
-
-def encode_blocks(turn: Turn) -> list[dict[str, Any]]:
-    """The contract's content blocks for ``turn``; ``unsupported_content_block`` otherwise."""
-    if not isinstance(turn, Turn):
-        raise AgentrtError("unsupported_content_block", f"not a Turn: {type(turn).__name__}")
-    blocks: list[dict[str, Any]] = []
-    for block in turn.content:
-        if type(block) is TextBlock:
-            blocks.append({"type": "text", "text": block.text})
-        elif type(block) is ImageBlock or type(block) is DocumentBlock:
-            kind = "image" if type(block) is ImageBlock else "document"
-            blocks.append(
-                {
-                    "type": kind,
-                    "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
-                }
-            )
-        else:
-            raise AgentrtError("unsupported_content_block", f"this dialect cannot carry a {type(block).__name__}")
-    return blocks
-
-
-def encode_user_line(turn: Turn) -> bytes:
-    """The one ``{"type":"user",...}`` line for ``turn``, ``\\n``-terminated.
-
-    Raises before producing anything, so a refused turn writes nothing.
-    """
-    blocks = encode_blocks(turn)
-    try:
-        body = orjson.dumps({"type": "user", "message": {"role": "user", "content": blocks}})
-    except TypeError as exc:  # orjson refuses lone surrogates and non-str values
-        raise AgentrtError("unsupported_content_block", f"content is not encodable: {exc}") from None
-    return body + b"\n"
-
-
-def _decode_source(block: Mapping[str, Any]) -> tuple[str, str] | None:
-    source = block.get("source")
-    if not isinstance(source, Mapping) or source.get("type") != "base64":
-        return None
-    media_type, data = source.get("media_type"), source.get("data")
-    if isinstance(media_type, str) and isinstance(data, str):
-        return media_type, data
-    return None
-
-
-def decode_user_input(obj: Any) -> AgentInput:
-    """Read one input object as the reference agent CLI does (§B of the behaviours).
-
-    ``{"type":"shutdown"}`` → :class:`Shutdown`; a user line → :class:`Turn`;
-    anything else → :class:`InputError` with ``invalid_input_message``,
-    ``invalid_input_content`` or ``empty_input_content``.  Unknown blocks are
-    dropped, string content is one text block.
-    """
-    if not isinstance(obj, Mapping):
-        return InputError(code="invalid_input_message", detail="input line is not a JSON object")
-    kind = obj.get("type")
-    if kind == "shutdown":
-        return Shutdown()
-    message = obj.get("message")
-    if kind != "user" or not isinstance(message, Mapping) or message.get("role") != "user":
-        return InputError(code="invalid_input_message", detail="expected a user message")
-    content = message.get("content")
-    if isinstance(content, str):
-        return Turn.text(content)
-    if not isinstance(content, list):
-        return InputError(code="invalid_input_content", detail="content must be a string or an array")
-    blocks: list[ContentBlock] = []
-    for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        btype = block.get("type")
-        if btype == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                blocks.append(TextBlock(text=text))
-        elif btype == "image" or btype == "document":
-            source = _decode_source(block)
-            if source is not None:
-                cls = ImageBlock if btype == "image" else DocumentBlock
-                blocks.append(cls(media_type=source[0], data=source[1]))
-    if not blocks:
-        return InputError(code="empty_input_content", detail="no supported content block")
-    return Turn(content=tuple(blocks))
-
-
 # -- host side ------------------------------------------------------------------
-
-
-def _int_usage(value: Any) -> Usage | None:
-    return Usage.from_mapping(value) if isinstance(value, Mapping) else None
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -196,8 +84,8 @@ class AwpHostCodec(HostCodec):
     def __init__(self) -> None:
         self.session_id: str | None = None
         self._pending_usage: Usage | None = None
-        # Typed first parse of delta lines (see _typed).
-        self.line_loader = load_line
+        # The fast path's typed first parse of delta lines (see .anthropic).
+        self.line_loader = load_block_delta
         self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
             "system": self._system,
             "assistant": self._assistant,
@@ -262,23 +150,15 @@ class AwpHostCodec(HostCodec):
         if type(obj) is tuple:
             return self.decode_batch((obj,))
         if type(obj) is not dict:
-            return (
-                Diagnostic(
-                    code="unexpected_output_shape",
-                    detail=f"output line is a JSON {type(obj).__name__}, not an object",
-                    raw=obj,
-                ),
-            )
+            return not_an_object(obj)
         kind = obj.get("type")
         handler = self._dispatch.get(kind) if type(kind) is str else None
         if handler is None:
-            if type(kind) is not str:
-                return (Diagnostic(code="unexpected_output_shape", detail="object without a string type", raw=obj),)
-            return (RawEvent(name=kind, raw=obj),)
+            return untyped(kind, obj)
         try:
             return handler(obj)
         except Exception as exc:  # a shape no branch foresaw: say so, keep the object
-            return (Diagnostic(code="unexpected_output_shape", detail=f"{kind}: {type(exc).__name__}", raw=obj),)
+            return shape_error(kind, exc, obj)
 
     # handlers
     def _nothing(self, obj: dict[str, Any]) -> Sequence[Event]:
@@ -294,12 +174,10 @@ class AwpHostCodec(HostCodec):
         return (RawEvent(name=f"system/{subtype}" if isinstance(subtype, str) else "system", raw=obj),)
 
     def _init(self, obj: dict[str, Any]) -> Sequence[Event]:
-        session_id = obj.get("session_id")
-        if not isinstance(session_id, str) or not session_id:
-            return (Diagnostic(code="unexpected_output_shape", detail="system/init without a session_id", raw=obj),)
-        # The shape of the id is the conversation's business (it owns the rule).
-        self.session_id = session_id
-        return (SessionStarted(session_id=session_id, model=_str_or_none(obj.get("model")), raw=obj),)
+        event = session_started(obj)
+        if type(event) is SessionStarted:
+            self.session_id = event.session_id
+        return (event,)
 
     def _content_events(self, obj: dict[str, Any], content: Any) -> list[Event]:
         if isinstance(content, str):
@@ -316,7 +194,7 @@ class AwpHostCodec(HostCodec):
                 if isinstance(text, str) and text:
                     out.append(TextDelta(text=text, index=index, raw=obj))
             elif btype == "tool_use":
-                out.append(self._tool_use(obj, block))
+                out.append(tool_use_event(obj, block))
             elif btype == "thinking":
                 thinking = block.get("thinking")
                 if isinstance(thinking, str) and thinking:
@@ -325,20 +203,6 @@ class AwpHostCodec(HostCodec):
                 out.append(RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj))
         return out
 
-    def _tool_use(self, obj: dict[str, Any], block: Mapping[str, Any]) -> ToolUse:
-        name = block.get("name")
-        name = name if isinstance(name, str) and name else "tool"
-        tool_input = block.get("input")
-        tool_input = tool_input if isinstance(tool_input, dict) else {}
-        tool_id = block.get("id")
-        return ToolUse(
-            id=tool_id if isinstance(tool_id, str) else "",
-            name=name,
-            input=tool_input,
-            summary=tool_label(name, tool_input),
-            raw=obj,
-        )
-
     def _assistant(self, obj: dict[str, Any]) -> Sequence[Event]:
         message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
@@ -346,39 +210,15 @@ class AwpHostCodec(HostCodec):
         return out if out else (RawEvent(name="assistant", raw=obj),)
 
     def _user(self, obj: dict[str, Any]) -> Sequence[Event]:
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        out: list[Event] = []
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    tool_use_id = block.get("tool_use_id")
-                    out.append(
-                        ToolResult(
-                            tool_use_id=tool_use_id if isinstance(tool_use_id, str) else "",
-                            content=block.get("content"),
-                            is_error=block.get("is_error") is True,
-                            raw=obj,
-                        )
-                    )
-        return out if out else (RawEvent(name="user", raw=obj),)
+        return tool_results(obj)
 
     def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
-        usage = _int_usage(obj.get("usage"))
+        usage = usage_of(obj.get("usage"))
         self._pending_usage = None
         session_id = _str_or_none(obj.get("session_id"))
         if obj.get("is_error") is True:
-            return (TurnFailed(code=self._failure_code(obj), message=failure_message(obj), usage=usage, raw=obj),)
+            return (TurnFailed(code=failure_code(obj), message=failure_message(obj), usage=usage, raw=obj),)
         return (TurnCompleted(session_id=session_id, usage=usage, result=_str_or_none(obj.get("result")), raw=obj),)
-
-    def _failure_code(self, obj: Mapping[str, Any]) -> str:
-        result = obj.get("result")
-        if is_stable_code(result):
-            return str(result)
-        subtype = obj.get("subtype")
-        if isinstance(subtype, str) and _SUBTYPE.match(subtype):
-            return f"cc_{subtype}"
-        return "cc_error"
 
     def _rate_limit(self, obj: dict[str, Any]) -> Sequence[Event]:
         info = obj.get("rate_limit_info")
@@ -426,7 +266,7 @@ class AwpHostCodec(HostCodec):
         return (RawEvent(name="content_block_delta", raw=obj),)
 
     def _message_delta(self, obj: dict[str, Any]) -> Sequence[Event]:
-        usage = _int_usage(obj.get("usage"))
+        usage = usage_of(obj.get("usage"))
         if usage is not None:
             self._pending_usage = usage
         return _NO_EVENTS
@@ -434,19 +274,6 @@ class AwpHostCodec(HostCodec):
     def _message_stop(self, obj: dict[str, Any]) -> Sequence[Event]:
         usage, self._pending_usage = self._pending_usage, None
         return (TurnCompleted(session_id=self.session_id, usage=usage, raw=obj),)
-
-
-def failure_message(obj: Mapping[str, Any]) -> str:
-    """The human message of a failed ``result`` object."""
-    # Human text in ``result`` wins; a code-shaped ``result`` may come with the
-    # human message in ``errors`` (the SDK's shape, and what agentrt prints).
-    result = obj.get("result")
-    if isinstance(result, str) and not is_stable_code(result):
-        return result
-    errors = obj.get("errors")
-    if isinstance(errors, list):
-        return "\n".join(e for e in errors if isinstance(e, str))
-    return result if isinstance(result, str) else ""
 
 
 def _rate_detail(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -538,44 +365,6 @@ class AwpAgentCodec(AgentCodec):
         if event.usage is not None:
             obj["usage"] = event.usage.to_dict()
         return obj
-
-
-def init_object(event: SessionStarted) -> dict[str, Any]:
-    """The ``system/init`` object announcing ``event``'s session."""
-    obj: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": event.session_id}
-    if event.model is not None:
-        obj["model"] = event.model
-    extra = event.raw if isinstance(event.raw, Mapping) else {}
-    for key in ("cwd", "tools"):
-        if key in extra:
-            obj[key] = extra[key]
-    return obj
-
-
-def tool_use_block(event: ToolUse) -> dict[str, Any]:
-    """The ``tool_use`` content block of ``event``."""
-    return {"type": "tool_use", "id": event.id, "name": event.name, "input": dict(event.input)}
-
-
-def tool_result_object(event: ToolResult, session_id: str | None) -> dict[str, Any]:
-    """A ``user`` object carrying ``event`` as a ``tool_result`` block."""
-    obj: dict[str, Any] = {
-        "type": "user",
-        "message": {
-            "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": event.tool_use_id,
-                    "content": event.content,
-                    "is_error": event.is_error,
-                }
-            ],
-        },
-    }
-    if session_id is not None:
-        obj["session_id"] = session_id
-    return obj
 
 
 class AwpJsonlDialect(Dialect):

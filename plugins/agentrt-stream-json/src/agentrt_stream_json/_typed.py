@@ -1,9 +1,10 @@
 """Typed first parse of the stream-json hot line: a ``stream_event`` content-block delta.
 
-The same idea, and the same exactness argument, as awp-jsonl's typed parse
-(``agentrt_awp_jsonl.typed``), whose delta structs this reuses: the real CLI
-wraps each raw API event in a ``stream_event`` line with a session id, a uuid
-and the API message id, of which only the last is read.
+The same idea, and the same exactness argument, as the typed parse of the
+shared Anthropic wire module (``agentrt_awp_jsonl.anthropic``), whose delta
+structs this reuses: the real CLI wraps each raw API event in a
+``stream_event`` line with a session id, a uuid and the API message id, of
+which only the last is read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Union
 
 import msgspec
 
-from agentrt_awp_jsonl.typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
+from agentrt_awp_jsonl.anthropic import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
 
 __all__ = ["JsonDelta", "StreamDelta", "TextDeltaBody", "ThinkingDeltaBody", "load_line"]
 
