@@ -64,7 +64,7 @@ def test_approve_and_deny_buttons_answer_the_agent(tmp_path: Path, agent: Path, 
 
     _say(page, "second")
     page.locator(".approval").nth(1).locator("button.deny").click()
-    page.wait_for_function("document.querySelectorAll('.msg.assistant:not(.streaming) .reply p').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('.msg.assistant:not(.streaming) .reply p').length === 2")
     reply = page.locator(".msg.assistant").last.locator(".reply").inner_text().strip()
     assert reply == "denied:agentrt: Bash(git status --short) denied by the user"
 
