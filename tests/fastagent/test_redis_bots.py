@@ -24,7 +24,7 @@ from agentrt.bots import AtomicBotStore, BotRecord
 from agentrt.errors import AgentrtError
 from agentrt_fastagent._lease import LeaseConfig, LeaseKeeper, open_shared_supervisor
 from agentrt_fastagent._redis_store import RedisBotStore
-from agentrt_fastagent._supervisor import SupervisorConfig
+from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 from .conftest import PROFILE, Recorder, make_binary, resolver
 from .redis_nodes import node_env, running, start_redis, stop
@@ -157,6 +157,14 @@ async def test_placement_is_bounded_and_shared(store: RedisBotStore) -> None:
         await k.tick()
     assert len(a.held) == 2 and len(b.held) == 2 and len(c.held) == 2
     assert set(a.held) | set(b.held) | set(c.held) == {f"b{i}" for i in range(6)}
+
+
+async def test_a_shared_store_runs_bots_only_under_leases(store: RedisBotStore, tmp_path: Path) -> None:
+    # A supervisor without placement (the web UI's, an embedder's) would run every bot of every host.
+    with pytest.raises(AgentrtError) as bad:
+        async with open_supervisor(store, config=SupervisorConfig(instances_dir=tmp_path), resolve=resolver()):
+            pass
+    assert bad.value.code == "placement_required"
 
 
 def test_lease_settings_are_checked() -> None:

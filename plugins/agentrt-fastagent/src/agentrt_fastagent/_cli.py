@@ -314,7 +314,7 @@ def cmd_supervise(
             if await store.get_bot(name) is None:
                 await store.save_bot(BotRecord(bot_id=name))
         if env.get("AGENTRT_BOTS_REDIS_URL"):
-            return await _supervise_shared(cfg, store, env, as_json, node, max_bots, lease_ttl)
+            return await _supervise_shared(cfg, env, as_json, node, max_bots, lease_ttl)
         sinks: list[Any] = [PrintSink(as_json=as_json)]
         if hasattr(store, "append_timeline") and isinstance(store, JsonFileBotStore):
             sinks.append(TimelineSink(store))
@@ -338,13 +338,14 @@ def cmd_supervise(
 
 
 async def _supervise_shared(
-    cfg: BotsConfig, store: Any, env: Mapping[str, str], as_json: bool, node: str | None,
+    cfg: BotsConfig, env: Mapping[str, str], as_json: bool, node: str | None,
     max_bots: int | None, lease_ttl: float,
 ) -> int:  # fmt: skip
     """``supervise --redis``: this node runs the bots whose leases it holds."""
     import socket
 
     from ._lease import LeaseConfig, open_shared_supervisor
+    from ._redis_store import RedisBotStore
 
     sup_cfg = cfg.supervisor_config(env)
     lease = LeaseConfig(
@@ -352,6 +353,8 @@ async def _supervise_shared(
         stop_budget=sup_cfg.term_grace + sup_cfg.exit_grace + 1.0,
     )  # fmt: skip
     sinks: list[Any] = [PrintSink(as_json=as_json)]
+    # Every call bounded well inside a renewal interval: a lost Redis shows up in time.
+    store = RedisBotStore(env["AGENTRT_BOTS_REDIS_URL"], command_timeout=lease.call_timeout)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_shared_supervisor(store, lease, config=sup_cfg, resolve=cfg.resolver(env), sinks=sinks):
             print(f"agentrt: node {lease.node} supervising bots shared through redis", file=sys.stderr, flush=True)

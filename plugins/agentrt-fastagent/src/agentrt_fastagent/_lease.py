@@ -131,7 +131,7 @@ class LeaseConfig:
 
     @property
     def call_timeout(self) -> float:
-        """The bound on one lease call (a late answer is treated as no answer)."""
+        """The bound on one Redis command of a node (a late answer is treated as no answer)."""
         return self.ttl / 6
 
 
@@ -200,7 +200,9 @@ class LeaseKeeper:
             await self._place()
 
     async def _call(self, script: LuaScript, args: Sequence[str | int | float]) -> Any:
-        with trio.move_on_after(self.config.call_timeout):
+        # The store's own command timeout (call_timeout for a node) normally answers first; this
+        # outer bound only guards against a call that never returns.
+        with trio.move_on_after(self.config.call_timeout * 2 + 1):
             return await self.store.run(script, args)
         raise AgentrtError("redis_unavailable", "redis did not answer a lease call in time")
 

@@ -150,6 +150,9 @@ class RedisBotStore:
     another node recorded (they belong to another host and must never be signalled here).
     """
 
+    #: A supervisor runs bots from this store only under leases (``open_supervisor`` checks it).
+    shared_between_hosts = True
+
     def __init__(
         self,
         url: str,

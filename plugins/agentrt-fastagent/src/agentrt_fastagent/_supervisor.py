@@ -806,6 +806,9 @@ async def open_supervisor(
     With a ``placement``, only the bots it allows run here, and orphans are
     stopped when their bot is placed here (the records hide other hosts' pids).
     """
+    if placement is None and getattr(store, "shared_between_hosts", False):
+        # Without leases this supervisor would run every bot, whatever the other hosts run.
+        raise AgentrtError("placement_required", "bots shared between hosts run under `agentrt bots supervise --redis`")
     lock_fd = await trio.to_thread.run_sync(_take_lock, config) if config.lock else None
     try:
         async with _unwrap_single(), trio.open_nursery() as sink_nursery:
