@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentrt import hookimpl
@@ -26,3 +26,14 @@ def agentrt_register_commands(cli: Any) -> None:
     from ._cli_lazy import bots_group
 
     cli.add_command(bots_group())
+
+
+@hookimpl(tryfirst=True)
+def agentrt_bot_store(env: Mapping[str, str]) -> Any:
+    """With ``AGENTRT_BOTS_REDIS_URL`` set, bots live in Redis (shared by every host); else no answer."""
+    url = env.get("AGENTRT_BOTS_REDIS_URL")
+    if not url:
+        return None
+    from ._redis_store import RedisBotStore
+
+    return RedisBotStore(url)

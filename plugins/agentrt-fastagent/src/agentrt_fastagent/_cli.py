@@ -36,9 +36,9 @@ __all__ = [
 T = TypeVar("T")
 
 
-def _run(fn: Callable[[BotsConfig, Any, Mapping[str, str]], Awaitable[T]]) -> T:
+def _run(fn: Callable[[BotsConfig, Any, Mapping[str, str]], Awaitable[T]], **extra_env: str) -> T:
     """Load config and store, run ``fn`` under trio; AgentrtError becomes exit code 2."""
-    env = dict(os.environ)
+    env = {**os.environ, **extra_env}
     try:
         cfg = load_config(env)
         store, _kind = open_store(cfg, env)
@@ -49,7 +49,11 @@ def _run(fn: Callable[[BotsConfig, Any, Mapping[str, str]], Awaitable[T]]) -> T:
 
 
 def open_store(cfg: BotsConfig, env: Mapping[str, str]) -> tuple[Any, str]:
-    """The bot store: a plugin's (``store = "auto"|"plugin"``), else the JSON file store."""
+    """The bot store: Redis (``AGENTRT_BOTS_REDIS_URL``), a plugin's (``store = "auto"|"plugin"``), else JSON."""
+    if env.get("AGENTRT_BOTS_REDIS_URL"):
+        from ._redis_store import RedisBotStore
+
+        return RedisBotStore(env["AGENTRT_BOTS_REDIS_URL"]), "redis"
     if cfg.store in ("auto", "plugin"):
         from agentrt import get_plugins
 
@@ -284,11 +288,24 @@ class PrintSink:
 
 @click.command(name="supervise")
 @click.option("--json", "as_json", is_flag=True, help="One state change or lifecycle event per line.")
-def cmd_supervise(as_json: bool) -> None:
+@click.option("--redis", "redis_url", metavar="URL", help="Share the bots with other nodes through this Redis "
+              "(default $AGENTRT_BOTS_REDIS_URL).")  # fmt: skip
+@click.option("--node", help="This node's unique name among those sharing the Redis (default: the host name).")
+@click.option("--max-bots", type=click.IntRange(0), default=None, help="Run at most N bots on this node.")
+@click.option("--lease-ttl", type=click.FloatRange(min=0, min_open=True), default=15.0, show_default=True,
+              help="Seconds a bot's lease lasts unrenewed (renewed every third of it).")  # fmt: skip
+def cmd_supervise(
+    as_json: bool, redis_url: str | None, node: str | None, max_bots: int | None, lease_ttl: float
+) -> None:
     """Run the supervisor in the foreground for every bot (Ctrl-C stops the bots and exits).
 
+    With ``--redis`` (or ``$AGENTRT_BOTS_REDIS_URL``) several nodes share the bots: each bot
+    runs on at most one of them at a time, and moves when its node dies.
     SIGINT and SIGTERM run the bounded stop of every bot, then exit 130 or 143.
     """
+    if (node is not None or max_bots is not None) and not (redis_url or os.environ.get("AGENTRT_BOTS_REDIS_URL")):
+        click.echo("agentrt: error: redis_required: --node and --max-bots need --redis URL", err=True)
+        sys.exit(2)
 
     async def go(cfg: BotsConfig, store: Any, env: Mapping[str, str]) -> int:
         from ._supervisor import open_supervisor
@@ -296,6 +313,8 @@ def cmd_supervise(as_json: bool) -> None:
         for name in cfg.bots:  # bots declared in the file exist in the store
             if await store.get_bot(name) is None:
                 await store.save_bot(BotRecord(bot_id=name))
+        if env.get("AGENTRT_BOTS_REDIS_URL"):
+            return await _supervise_shared(cfg, env, as_json, node, max_bots, lease_ttl)
         sinks: list[Any] = [PrintSink(as_json=as_json)]
         if hasattr(store, "append_timeline") and isinstance(store, JsonFileBotStore):
             sinks.append(TimelineSink(store))
@@ -313,6 +332,32 @@ def cmd_supervise(as_json: bool) -> None:
                     return int(sig)
         return 0
 
-    received = _run(go)
+    received = _run(go, **({"AGENTRT_BOTS_REDIS_URL": redis_url} if redis_url else {}))
     if received:
         sys.exit(128 + received)  # the shell's convention for "ended by this signal"
+
+
+async def _supervise_shared(
+    cfg: BotsConfig, env: Mapping[str, str], as_json: bool, node: str | None,
+    max_bots: int | None, lease_ttl: float,
+) -> int:  # fmt: skip
+    """``supervise --redis``: this node runs the bots whose leases it holds."""
+    import socket
+
+    from ._lease import LeaseConfig, open_shared_supervisor
+    from ._redis_store import RedisBotStore
+
+    sup_cfg = cfg.supervisor_config(env)
+    lease = LeaseConfig(
+        node=node or socket.gethostname(), ttl=lease_ttl, max_bots=max_bots,
+        stop_budget=sup_cfg.term_grace + sup_cfg.exit_grace + 1.0,
+    )  # fmt: skip
+    sinks: list[Any] = [PrintSink(as_json=as_json)]
+    # Every call bounded well inside a renewal interval: a lost Redis shows up in time.
+    store = RedisBotStore(env["AGENTRT_BOTS_REDIS_URL"], command_timeout=lease.call_timeout)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_shared_supervisor(store, lease, config=sup_cfg, resolve=cfg.resolver(env), sinks=sinks):
+            print(f"agentrt: node {lease.node} supervising bots shared through redis", file=sys.stderr, flush=True)
+            async for sig in signals:
+                return int(sig)
+    return 0

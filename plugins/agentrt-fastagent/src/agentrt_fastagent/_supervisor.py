@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -82,6 +82,7 @@ __all__ = [
     "STATES",
     "DESIRED_STATES",
     "INVALID_OUTPUT_MESSAGE",
+    "Placement",
 ]
 
 #: Every status a bot can be in.
@@ -133,6 +134,14 @@ class SupervisorConfig:
             raise AgentrtError("invalid_supervisor_config", "reconcile_interval must be positive")
 
 
+class Placement(Protocol):
+    """Which bots this supervisor may run (several supervisors sharing one store)."""
+
+    def may_run(self, bot_id: str) -> bool:
+        """Whether this node may run the bot now."""
+        ...
+
+
 @attrs.define(eq=False)
 class _Live:
     bot_id: str
@@ -156,8 +165,10 @@ class Supervisor:
         config: SupervisorConfig,
         resolve: Resolver,
         fanout: Fanout,
+        placement: Placement | None = None,
     ) -> None:
         self._nursery = nursery
+        self._placement = placement
         self.store = store
         self.config = config
         self._resolve = resolve
@@ -220,6 +231,15 @@ class Supervisor:
     def wake(self) -> None:
         """Run the reconciler now instead of at the next interval."""
         self._wake.set()
+
+    def evict(self, bot_id: str) -> None:
+        """Stop the bot's process now (bounded), without waiting for the store: its placement ended."""
+        live = self._live.get(bot_id)
+        if live is None:
+            return
+        live.stop_requested = True
+        if live.proc is not None:
+            self._nursery.start_soon(live.proc.stop)
 
     async def shutdown(self) -> None:
         """Stop every live process as a requested stop; desired states are kept."""
@@ -319,6 +339,10 @@ class Supervisor:
             if self._closing:
                 return
             live = self._live.get(rec.bot_id)
+            if self._placement is not None and not self._placement.may_run(rec.bot_id):
+                if live is not None and not live.stop_requested:
+                    self._nursery.start_soon(self._stop_live, live, "not placed on this node")
+                continue
             if rec.desired_state in _ONE_SHOT:
                 if live is not None:
                     if not live.stop_requested:
@@ -772,21 +796,30 @@ async def open_supervisor(
     config: SupervisorConfig,
     resolve: Resolver,
     sinks: Sequence[Sink] = (),
+    placement: Placement | None = None,
 ) -> AsyncIterator[Supervisor]:
     """Run a supervisor for the body's duration.
 
     On entry: take the instances-directory lock (``supervisor_already_running``
     if another supervisor holds it), stop orphans, start the reconciler.  On
     exit: a requested stop of every live process (bounded), then sinks drain.
+    With a ``placement``, only the bots it allows run here, and orphans are
+    stopped when their bot is placed here (the records hide other hosts' pids).
     """
+    if placement is None and getattr(store, "shared_between_hosts", False):
+        # Without leases this supervisor would run every bot, whatever the other hosts run.
+        raise AgentrtError("placement_required", "bots shared between hosts run under `agentrt bots supervise --redis`")
     lock_fd = await trio.to_thread.run_sync(_take_lock, config) if config.lock else None
     try:
         async with _unwrap_single(), trio.open_nursery() as sink_nursery:
             fanout = Fanout(sink_nursery, sinks)
             try:
                 async with _unwrap_single(), trio.open_nursery() as nursery:
-                    sup = Supervisor(nursery, store, config=config, resolve=resolve, fanout=fanout)
-                    await sup.recover_orphans()
+                    sup = Supervisor(
+                        nursery, store, config=config, resolve=resolve, fanout=fanout, placement=placement
+                    )
+                    if placement is None:
+                        await sup.recover_orphans()
                     nursery.start_soon(sup._reconcile_loop)
                     try:
                         yield sup
