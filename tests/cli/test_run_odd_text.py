@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from agentrt.testing._tape_agent import write_tape_agent
@@ -41,7 +42,12 @@ def surrogate_agent(tmp_path: Path) -> str:
 def run_cli(
     *args: str, env: dict[str, str], stdout: int | None = subprocess.PIPE
 ) -> subprocess.CompletedProcess[bytes]:
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", "LANG": "C.UTF-8", **env}
+    # The run records itself by default: into a scratch directory, never a shared home.
+    scratch = tempfile.mkdtemp(prefix="agentrt-odd-")
+    base = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch, "LANG": "C.UTF-8",
+        "XDG_DATA_HOME": os.path.join(scratch, "data"), "XDG_CONFIG_HOME": os.path.join(scratch, "config"), **env,
+    }
     return subprocess.run(
         [AGENTRT, *args], env=base, stdout=stdout, stderr=subprocess.PIPE, timeout=60, stdin=subprocess.DEVNULL,
         check=False,

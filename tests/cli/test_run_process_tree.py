@@ -50,7 +50,12 @@ def _agent(tmp_path: Path, body: str) -> str:
 
 
 def _start(exe: str) -> subprocess.Popen[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWP_AGENT_CLI_EXECUTABLE": exe}
+    # The run records itself by default: into the agent's scratch directory, never the real home.
+    scratch = os.path.dirname(exe)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWP_AGENT_CLI_EXECUTABLE": exe, "HOME": scratch,
+        "XDG_DATA_HOME": os.path.join(scratch, "data"), "XDG_CONFIG_HOME": os.path.join(scratch, "config"),
+    }
     return subprocess.Popen(
         [AGENTRT, "run", "hi"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
