@@ -24,7 +24,7 @@ from .errors import AgentrtError
 
 __all__ = ["BridgeArgs", "parse_bridge_args", "serve_bridge"]
 
-_OVERRIDE = re.compile(r"^(AWP_AGENT_[A-Z0-9_]+)=(.*)$", re.DOTALL)
+_OVERRIDE = re.compile(r"^(AWP_AGENT_[A-Z0-9_]+|AGENTRT_CONFIG)=(.*)$", re.DOTALL)
 _IGNORED_FLAGS = {"--print", "--verbose"}
 _IGNORED_WITH_VALUE = {"--input-format", "--output-format", "--mcp-config"}
 
@@ -36,24 +36,25 @@ class BridgeArgs:
     to: str = "awp-jsonl"
     model: str | None = None
     resume: str | None = None
+    agent: str | None = None
     overrides: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def parse_bridge_args(argv: Sequence[str]) -> BridgeArgs:
-    """Parse ``--to D``, ``--model M``, ``--resume ID`` and ``AWP_AGENT_*=V`` overrides.
+    """Parse ``--to D``, ``--model M``, ``--resume ID``, ``-a/--agent NAME`` and ``AWP_AGENT_*=V`` overrides.
 
     The host appends ``--model``/``--resume``/``--mcp-config`` after the prefix
     arguments, so they are accepted anywhere, before or after ``--``.  Any other
     argument is ``unsupported_argument:<arg>``.
     """
     to = "awp-jsonl"
-    model = resume = None
+    model = resume = agent = None
     overrides: dict[str, str] = {}
     it = iter(argv)
     for arg in it:
         if arg == "--":
             continue
-        if arg in ("--to", "--model", "--resume") or arg in _IGNORED_WITH_VALUE:
+        if arg in ("--to", "--model", "--resume", "-a", "--agent") or arg in _IGNORED_WITH_VALUE:
             value = next(it, None)
             if value is None:
                 raise AgentrtError(f"missing_argument_value:{arg}", f"{arg} needs a value")
@@ -63,6 +64,8 @@ def parse_bridge_args(argv: Sequence[str]) -> BridgeArgs:
                 model = value
             elif arg == "--resume":
                 resume = value
+            elif arg in ("-a", "--agent"):
+                agent = value
             continue
         if arg in _IGNORED_FLAGS:
             continue
@@ -71,7 +74,7 @@ def parse_bridge_args(argv: Sequence[str]) -> BridgeArgs:
             overrides[match.group(1)] = match.group(2)
             continue
         raise AgentrtError(f"unsupported_argument:{arg[:64]}", "unknown bridge argument")
-    return BridgeArgs(to=to, model=model, resume=resume, overrides=overrides)
+    return BridgeArgs(to=to, model=model, resume=resume, agent=agent, overrides=overrides)
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
@@ -84,15 +87,16 @@ def _warn(code: str, detail: str) -> None:
 
 async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, source: Any, sink: Any) -> int:
     """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status."""
+    from ._config import resolve_agent
     from ._conversation import open_conversation
-    from ._launch import LaunchSpec, is_valid_session_id
+    from ._launch import is_valid_session_id
     from .agent._io import Oversized, read_lines
     from .dialect import InputError, Shutdown, Turn
     from .events import Diagnostic, TurnFailed
 
     outer = plugins.dialect(args.to).agent_codec()
     inner_env = {**env, **args.overrides}
-    launch = LaunchSpec.from_env(inner_env, model=args.model)
+    launch = resolve_agent(inner_env, args.agent, model=args.model).launch
     if args.resume is not None and not is_valid_session_id(args.resume):
         raise AgentrtError("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
 

@@ -16,10 +16,11 @@ def bridge(argv: tuple[str, ...]) -> None:
     """Be an agent CLI (``--to DIALECT``, default awp-jsonl) hosting the CLI the launch contract names.
 
     \b
-    agentrt bridge --to awp-jsonl [--model M] [--resume ID] [-- AWP_AGENT_CLI_EXECUTABLE=/path ...]
+    agentrt bridge --to awp-jsonl [-a NAME] [--model M] [--resume ID] [-- AWP_AGENT_CLI_EXECUTABLE=/path ...]
 
-    Arguments after ``--`` of the form AWP_AGENT_*=VALUE override the launch
-    contract's variables for the hosted CLI.  Startup errors print one
+    Arguments after ``--`` of the form AWP_AGENT_*=VALUE (or AGENTRT_CONFIG=PATH)
+    override the launch contract's variables for the hosted CLI; ``-a NAME``
+    hosts a named agent of the config file.  Startup errors print one
     ``result`` line with a stable code and exit 1.
     """
     import orjson

@@ -10,11 +10,12 @@ import click
 
 
 @click.command()
+@click.option("-a", "--agent", help="Named agent from the config file (default: default_agent).")
 @click.option("--protocol", help="Dialect to speak (overrides AWP_AGENT_CLI_PROTOCOL).")
-@click.option("--model", help="Model id (overrides AWP_AGENT_DEFAULT_MODEL).")
+@click.option("-m", "--model", help="Model id (overrides AWP_AGENT_DEFAULT_MODEL).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--turn-timeout", type=float, default=120.0, show_default=True, help="Seconds allowed per turn.")
-def check(protocol: str | None, model: str | None, as_json: bool, turn_timeout: float) -> None:
+def check(agent: str | None, protocol: str | None, model: str | None, as_json: bool, turn_timeout: float) -> None:
     """Run a short scripted conversation and report each contract clause; exit 0 only if all hold."""
     import attrs
     import trio
@@ -25,7 +26,7 @@ def check(protocol: str | None, model: str | None, as_json: bool, turn_timeout: 
     from .errors import AgentrtError
 
     env = dict(os.environ)
-    launch = build_launch(env, protocol, model)
+    launch = build_launch(env, protocol, model, agent)
     try:
         plugins = get_plugins()
         plugins.dialect(launch.protocol)

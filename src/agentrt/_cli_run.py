@@ -2,12 +2,14 @@
 
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
-failure (exit before result, oversize output, spawn failure).
+failure (exit before result, oversize output, spawn failure); 130 / 143
+interrupted by SIGINT / SIGTERM (the agent was stopped first).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -73,45 +75,63 @@ class _StdoutSink:
             await trio.to_thread.run_sync(self._write, b"\n")
 
 
-def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None) -> Any:
-    """The validated launch contract, with command-line overrides; exits 2 on error."""
-    from ._launch import LaunchSpec
-    from .errors import AgentrtError
+def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
+    """The validated launch (named agent ``agent`` under the env, with command-line overrides); exits 2 on error."""
+    from ._cli_agents import resolve_for_cli
 
-    try:
-        return LaunchSpec.from_env(env, protocol=protocol, model=model)
-    except AgentrtError as exc:
-        fail(exc.code, exc.detail)
+    return resolve_for_cli(env, agent, protocol=protocol, model=model).launch
 
 
 @click.command()
+@click.option("-a", "--agent", help="Named agent from the config file (default: default_agent).")
 @click.option("--protocol", help="Dialect to speak (overrides AWP_AGENT_CLI_PROTOCOL).")
-@click.option("--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
+@click.option("-m", "--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
 @click.option("--resume", "resume", help="Native session id to resume.")
+@click.option("-c", "--continue", "continue_", is_flag=True, help="Continue the latest recorded conversation.")
 @click.option("--thread", help="Named thread: resume its session and remember the new one.")
+@click.option("--no-log", is_flag=True, help="Do not record this conversation in the database.")
 @click.option("--json", "as_json", is_flag=True, help="Print one normalized event per line.")
 @click.argument("prompt")
 def run(
-    protocol: str | None, model: str | None, resume: str | None, thread: str | None, as_json: bool, prompt: str
+    agent: str | None, protocol: str | None, model: str | None, resume: str | None, continue_: bool,
+    thread: str | None, no_log: bool, as_json: bool, prompt: str,
 ) -> None:
-    """Send PROMPT to the agent CLI named by the launch contract and stream the reply.
+    """Send PROMPT to the agent CLI named by -a or the launch contract and stream the reply.
 
-    The CLI is configured by AWP_AGENT_CLI_EXECUTABLE, AWP_AGENT_CLI_ARGS_JSON,
-    AWP_AGENT_CLI_ENV_JSON, AWP_AGENT_CLI_PROTOCOL and AWP_AGENT_DEFAULT_MODEL.
+    The CLI is a named agent of the config file, or configured by AWP_AGENT_CLI_EXECUTABLE,
+    AWP_AGENT_CLI_ARGS_JSON, AWP_AGENT_CLI_ENV_JSON, AWP_AGENT_CLI_PROTOCOL and
+    AWP_AGENT_DEFAULT_MODEL (these win over the file, field by field).
     """
     import trio
 
+    from ._cli_agents import load_config_for_cli, resolve_for_cli
     from ._launch import is_valid_session_id
     from ._plugins import get_plugins
+    from ._runlog import find_continuation, log_options, open_log_sink
     from .errors import AgentrtError
 
     env = dict(os.environ)
-    launch = build_launch(env, protocol, model)
+    config = load_config_for_cli(env)
     if resume is not None and not is_valid_session_id(resume):
         fail("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
     try:
         plugins = get_plugins()
+        previous = find_continuation(plugins, env, agent, config.agents) if continue_ else None
+    except AgentrtError as exc:
+        fail(exc.code, exc.detail)
+    executable = None
+    if previous is not None:
+        agent, resume, thread = previous.agent, resume or previous.session_id, thread or previous.thread
+        protocol = protocol or previous.protocol
+        executable = None if env.get("AWP_AGENT_CLI_EXECUTABLE", "").strip() else previous.executable
+    resolved = resolve_for_cli(env, agent, protocol=protocol, model=model, executable=executable, config=config)
+    launch = resolved.launch
+    log = None
+    if not no_log and config.logs_enabled:
+        log = log_options(env, resolved, thread=thread, continues=previous.conversation_id if previous else None)
+    try:
         dialect = plugins.dialect(launch.protocol)
+        log_sink = open_log_sink(plugins, log) if log is not None else None
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     store = None
@@ -120,7 +140,7 @@ def run(
         if store is None:
             fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     sink = _StdoutSink(as_json)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt)
+    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink)
     sys.exit(status)
 
 
@@ -134,7 +154,10 @@ async def _run(
     store: Any,
     sink: _StdoutSink,
     prompt: str,
+    log_sink: Any = None,
 ) -> int:
+    import trio
+
     from ._conversation import RUNTIME_FAILURE_CODES, open_conversation
     from ._launch import is_valid_session_id
     from .errors import AgentrtError
@@ -156,17 +179,41 @@ async def _run(
         sinks: list[Any] = [extra["tui"]({})]
     else:
         sinks = [sink]
-    if thread is not None and "sqlite" in extra:
-        sinks.append(extra["sqlite"]({"env": env, "thread": thread}))
-    try:
+    if log_sink is not None:
+        sinks.append(log_sink)
+
+    async def converse() -> tuple[Any, str | None]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            terminal = await conv.ask(prompt)
-            session_id = conv.session_id
-    except AgentrtError as exc:
-        click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
-        return EXIT_RUNTIME
+            return await conv.ask(prompt), conv.session_id
+
+    outcome: tuple[Any, str | None] | None = None
+    stopped_by: list[int] = []
+    # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                async for signum in signals:
+                    stopped_by.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_signal)
+            try:
+                outcome = await converse()
+            except AgentrtError as exc:
+                click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+                return EXIT_RUNTIME
+            finally:
+                nursery.cancel_scope.cancel()
+    if stopped_by:
+        name = signal.Signals(stopped_by[0]).name
+        click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
+        return 128 + stopped_by[0]
+    assert outcome is not None
+    terminal, session_id = outcome
     if thread is not None:
         await store.save_thread(
             ThreadRecord(

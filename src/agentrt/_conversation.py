@@ -13,7 +13,9 @@ Turn rules enforced here, whatever the dialect:
 * output before the first input is an ``output_before_input`` diagnostic and
   belongs to no turn;
 * the agent exiting before the terminal event fails the turn with
-  ``exit_before_result`` (with its code or signal);
+  ``exit_before_result`` (with its code or signal), at the latest
+  :data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
+  stdout open (its process group is then killed);
 * the first valid ``session_started`` establishes the session; a repeat with
   the same id is dropped, another id is a ``session_id_changed`` diagnostic,
   an id of the wrong shape is ``invalid_session_id`` and never used to resume;
@@ -68,6 +70,11 @@ RUNTIME_FAILURE_CODES = frozenset(
         "spawn_failed",
         "stdin_unavailable",
         "session_exited",
+        # The executable was swapped between validation and a (re)spawn.
+        "cli_executable_not_found",
+        "cli_executable_is_symlink",
+        "cli_executable_not_regular_file",
+        "cli_executable_not_executable",
     }
 )
 
@@ -77,6 +84,10 @@ _POLICY_TIMEOUT = 60.0
 # How long an interrupt may take to produce the turn's terminal event before
 # the process is stopped instead.
 _INTERRUPT_GRACE = 3.0
+#: After the agent exits, how long its stdout is still read before the turn
+#: ends anyway: a grandchild (an MCP server, a helper) may hold the pipe open,
+#: so end of output may never come.
+EXIT_OUTPUT_GRACE = 2.0
 # Bounds on the shielded cleanup when the conversation ends.
 _PUMP_DRAIN_TIMEOUT = 10.0
 _SINK_CLOSE_TIMEOUT = 10.0
@@ -373,10 +384,17 @@ class Conversation:
     # -- process management ----------------------------------------------
     async def _ensure_process(self) -> AgentProcess:
         if self._proc is not None and self._proc_done is not None and not self._proc_done.is_set():
-            return self._proc
+            if not self._proc.exited.is_set():
+                return self._proc
+            # It exited and its pump is winding down: respawn once it is done.
+            with trio.move_on_after(_PUMP_DRAIN_TIMEOUT):
+                await self._proc_done.wait()
         if self._stopping:
             raise AgentrtError("session_exited", "the conversation was stopped")
         resume = self._resume if self._turns == 0 else self.session_id or self._resume
+        # The file may have been swapped since the launch was validated (a
+        # respawn comes much later): check it again right before spawning.
+        self.launch.check_executable()
         spec = self.launch.process_spec(
             self.dialect,
             resume=resume,
@@ -400,9 +418,23 @@ class Conversation:
                 self._proc = proc
                 self._inputs_this_process = 0
                 task_status.started(proc)
-                await self._pump(proc)
+                watch = trio.CancelScope()
+                self._nursery.start_soon(self._end_output_after_exit, proc, watch)
+                try:
+                    await self._pump(proc)
+                finally:
+                    watch.cancel()
         finally:
             done.set()
+
+    @staticmethod
+    async def _end_output_after_exit(proc: AgentProcess, watch: trio.CancelScope) -> None:
+        # Races the exit against end of output without a cost per chunk: the
+        # pump reads on undisturbed until the grace after the exit is over.
+        with watch:
+            await proc.exited.wait()
+            await trio.sleep(EXIT_OUTPUT_GRACE)
+            await proc.end_output()
 
     async def _stop_process(self) -> None:
         async with self._stop_lock:

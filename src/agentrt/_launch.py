@@ -199,15 +199,21 @@ def _validate_protocol(raw: str | None, source: str) -> str:
     return value
 
 
-def _validate_env(raw: str | None, *, remote_ok: bool) -> dict[str, str]:
-    source = "AWP_AGENT_CLI_ENV_JSON"
-    text = _trim(raw)
-    if not text:
-        return {}
-    try:
-        parsed: Any = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise AgentrtError("invalid_cli_env_json", f"{source} is not valid JSON") from None
+def _validate_env(
+    raw: str | Mapping[str, Any] | None, *, remote_ok: bool, source: str = "AWP_AGENT_CLI_ENV_JSON"
+) -> dict[str, str]:
+    # A mapping (a config file's env table) is checked exactly like the JSON object.
+    parsed: Any
+    if isinstance(raw, Mapping):
+        parsed = dict(raw)
+    else:
+        text = _trim(raw)
+        if not text:
+            return {}
+        try:
+            parsed = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise AgentrtError("invalid_cli_env_json", f"{source} is not valid JSON") from None
     if not isinstance(parsed, dict):
         raise AgentrtError("invalid_cli_env_json", f"{source} must be a JSON object")
     if len(parsed) > MAX_ENV_ENTRIES:
@@ -318,6 +324,15 @@ class LaunchSpec:
         if mcp_config is not None:
             argv += ["--mcp-config", os.fspath(mcp_config)]
         return tuple(argv)
+
+    def check_executable(self) -> None:
+        """Re-check the executable as :meth:`from_env` did (absolute, regular file,
+        not a symlink, executable); call it right before every spawn.
+
+        Raises the launch contract's code (``cli_executable_is_symlink``,
+        ``cli_executable_not_found``, ...) if the file was swapped since.
+        """
+        _validate_executable(self.executable, "executable")
 
     def child_env(self, parent_env: Mapping[str, str]) -> dict[str, str]:
         """The child's complete environment: :data:`SAFE_ENV_KEYS` found in ``parent_env``

@@ -1,7 +1,8 @@
 """One agent CLI child process, owned by one nursery.
 
 :func:`open_process` spawns the child (never through a shell, in its own
-process group, with exactly the given environment), drains its stderr into a
+process group, with exactly the given environment, dying with its owner on
+Linux: see :mod:`agentrt._spawn`), drains its stderr into a
 bounded buffer and watches for its exit.  The caller reads stdout itself with
 :meth:`AgentProcess.receive_some` (its read loop is the pump: no intermediate
 channel, no extra copy).  Leaving the context always stops the child with a
@@ -29,6 +30,7 @@ import attrs
 import trio
 
 from ._exceptions import collapse_single_group
+from ._spawn import OwnedProcess, open_owned_process
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -97,7 +99,7 @@ class AgentProcess:
     exit_status: ExitStatus | None
     """How it ended, once :attr:`exited` is set."""
 
-    def __init__(self, proc: trio.Process, spec: ProcessSpec) -> None:
+    def __init__(self, proc: OwnedProcess, spec: ProcessSpec) -> None:
         self._proc = proc
         self._spec = spec
         self.pid = proc.pid
@@ -105,6 +107,7 @@ class AgentProcess:
         self.exit_status = None
         self._requested = False
         self._reaped = False
+        self._output_ended = False
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
@@ -140,7 +143,21 @@ class AgentProcess:
             data = await self._stdout.receive_some(max_bytes)
         except trio.BrokenResourceError:
             return b""
+        except trio.ClosedResourceError:
+            if self._output_ended:
+                return b""
+            raise
         return data if type(data) is bytes else bytes(data)
+
+    async def end_output(self) -> None:
+        """Stop reading stdout: pending and later :meth:`receive_some` calls return ``b""``.
+
+        For when the child has exited but a grandchild still holds its stdout
+        open, so that end of output would never come.
+        """
+        self._output_ended = True
+        with trio.CancelScope(shield=True):
+            await self._stdout.aclose()
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (it sees EOF); idempotent."""
@@ -306,19 +323,17 @@ class AgentProcess:
             await self._stderr_stream.aclose()
 
 
-async def _spawn(spec: ProcessSpec) -> trio.Process:
+async def _spawn(spec: ProcessSpec) -> OwnedProcess:
     if not spec.argv or not os.path.isabs(spec.argv[0]):
         raise AgentrtError("spawn_failed", "argv[0] must be an absolute path")
     try:
-        proc = await trio.lowlevel.open_process(
-            list(spec.argv),
+        proc = await open_owned_process(
+            spec.argv,
             stdin=subprocess.PIPE if spec.stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(spec.env),
+            env=spec.env,
             cwd=spec.cwd,
-            start_new_session=True,
-            close_fds=True,
         )
     except OSError as exc:
         name = errno.errorcode.get(exc.errno or 0, "error")

@@ -24,6 +24,7 @@ _CORE: dict[str, str] = {
     "check": "agentrt._cli_check:check",
     "bridge": "agentrt._cli_bridge:bridge",
     "agent": "agentrt._cli_agent:agent",
+    "agents": "agentrt._cli_agents:agents",
 }
 
 

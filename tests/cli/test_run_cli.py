@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,14 @@ AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 CAPTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
 
 
+# run records every conversation and reads a config file: both go to a scratch
+# directory, never the user's own.
+_SCRATCH = tempfile.mkdtemp(prefix="agentrt-run-cli-")
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+            "XDG_DATA_HOME": _SCRATCH, "XDG_CONFIG_HOME": _SCRATCH}
     base.update(env or {})
     return subprocess.run(
         [AGENTRT, *args], env=base, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL

@@ -285,11 +285,21 @@ async def test_resume_id_is_validated_before_spawning(tmp_path: Path) -> None:
 
 async def test_spawn_failure_is_reported_on_entry(tmp_path: Path) -> None:
     spec = launch(tmp_path)
-    os.unlink(spec.executable)
+    # A valid launch whose exec fails: its interpreter does not exist.
+    Path(spec.executable).write_text("#!/nonexistent/interpreter\n")
     with pytest.raises(AgentrtError) as info:
         async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV):
             pass
     assert info.value.code == "spawn_failed"
+
+
+async def test_executable_deleted_after_validation_is_refused_on_entry(tmp_path: Path) -> None:
+    spec = launch(tmp_path)
+    os.unlink(spec.executable)
+    with pytest.raises(AgentrtError) as info:
+        async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV):
+            pass
+    assert info.value.code == "cli_executable_not_found"
 
 
 async def test_many_conversations_leak_no_descriptor_or_process(tmp_path: Path) -> None:
@@ -351,3 +361,52 @@ async def test_result_after_a_partial_read_finds_a_terminal_read_with_it(tmp_pat
             with trio.fail_after(10):
                 terminal = await stream.result()
             assert isinstance(terminal, TurnCompleted) and terminal.result == "ab"
+
+
+GRANDCHILD_AGENT = """
+import os, subprocess
+for msg in lines():
+    emit({"type": "system", "subtype": "init", "session_id": "s-grand", "model": "m-1"})
+    # A helper that inherits stdout (as an MCP server would) and outlives the agent.
+    helper = subprocess.Popen([sys.executable, "-S", "-c", "import time\\nwhile True: time.sleep(3600)"])
+    emit({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": str(helper.pid)}})
+    os._exit(5)
+"""
+
+
+async def test_exit_before_result_while_a_grandchild_holds_stdout_ends_the_turn(tmp_path: Path) -> None:
+    from agentrt.testing._pids import PidWatch
+
+    spec = script_agent(tmp_path, GRANDCHILD_AGENT)
+    with trio.fail_after(60):  # hang guard only: today this turn never ends
+        async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
+            events = [ev async for ev in conv.send("hi")]
+            helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
+    with helper:
+        terminal = events[-1]
+        assert isinstance(terminal, TurnFailed) and terminal.code == "exit_before_result"
+        assert "code=5" in terminal.message
+        # The agent's leftover process group went down with the turn.
+        assert helper.gone(30), "the grandchild holding stdout survived"
+
+
+async def test_swapped_executable_is_refused_before_the_respawn(tmp_path: Path) -> None:
+    spec = launch(tmp_path, "exit-mid-turn")
+    exe = Path(spec.executable)
+    real = exe.with_name("real-agent")
+    async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
+        first = await conv.ask("one")
+        assert isinstance(first, TurnFailed) and first.code == "exit_before_result"
+        # Between two turns the file becomes a symlink to a (perfectly good) agent.
+        exe.rename(real)
+        exe.symlink_to(real)
+        second = await conv.ask("two")
+        assert isinstance(second, TurnFailed) and second.code == "cli_executable_is_symlink"
+        exe.unlink()
+        real.rename(exe)
+        exe.chmod(0o644)
+        third = await conv.ask("three")
+        assert isinstance(third, TurnFailed) and third.code == "cli_executable_not_executable"
+        exe.unlink()
+        fourth = await conv.ask("four")
+        assert isinstance(fourth, TurnFailed) and fourth.code == "cli_executable_not_found"

@@ -117,7 +117,7 @@ async def test_supervise_obeys_the_cli(cli_env: dict[str, str], tmp_path: Path) 
         await until(state("stopped"))
         sup.send_signal(signal.SIGINT)
         status = await sup.stop()
-    assert status.returncode == 0, sup.stderr_tail().decode()
+    assert status.returncode == 130, sup.stderr_tail().decode()  # 128 + SIGINT, after the bounded stop
     assert qr.stdout.strip().startswith("https://liteapp.weixin.qq.com/q/")
     assert drawn.returncode == 0 and "reissue_qr_1" in drawn.stdout
     kinds = [x["event"].get("kind") for x in lines if x["event"]["type"] == "lifecycle"]

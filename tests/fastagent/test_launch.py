@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -134,14 +135,29 @@ def test_binary_resolution(tmp_path: Path) -> None:
         assert info.value.code == "fastagent_start_failed"
         installed = make_binary(cands[-1].parent)
         assert resolve_binary(env) == installed
-    with pytest.raises(AgentrtError, match="not found"):
+    with pytest.raises(AgentrtError, match="not found") as info:
         check_binary(tmp_path / "missing")
+    assert info.value.code == "fastagent_binary_not_found"
     plain = tmp_path / "plain"
     plain.write_text("#!/bin/false\n")
-    with pytest.raises(AgentrtError, match="not executable"):
+    with pytest.raises(AgentrtError, match="not executable") as info:
         check_binary(plain)
-    with pytest.raises(AgentrtError, match="not executable"):
+    assert info.value.code == "fastagent_binary_not_executable"
+    with pytest.raises(AgentrtError, match="not a regular file") as info:
         check_binary(tmp_path)
+    assert info.value.code == "fastagent_binary_not_regular_file"
+    with pytest.raises(AgentrtError) as info:
+        check_binary(Path("relative/fastagent"))
+    assert info.value.code == "fastagent_binary_not_absolute"
+
+
+def test_symlinked_binary_is_refused(tmp_path: Path) -> None:
+    real = make_binary(tmp_path / "bin")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(AgentrtError, match="symbolic link") as info:
+        check_binary(link)
+    assert info.value.code == "fastagent_binary_is_symlink"
 
 
 @pytest.mark.parametrize("bad", ["", "..", "a/b", ".hidden", "x" * 65, "a b", "a\0b"])
@@ -199,3 +215,34 @@ async def test_stderr_goes_to_the_instance_log(tmp_path: Path, sup_factory, stor
         await recorder.wait_for(lambda: recorder.exits("b1") == 1)
     log = await trio.Path(tmp_path / "instances" / "b1" / "logs" / "fastagent.stderr.log").read_text()
     assert "fastagent fixture: starting" in log
+
+
+@pytest.mark.parametrize("swap", ["symlink", "directory", "not_executable"])
+async def test_respawn_refuses_a_swapped_executable(tmp_path: Path, sup_factory, store, recorder, swap: str):
+    """The executable is swapped while the bot runs; its crash's respawn is refused, not a crash loop."""
+    binary = make_binary(tmp_path / "bin", "restored_happy")
+    dump = tmp_path / "swapped-ran.json"
+    other = make_binary(tmp_path / "other", "restored_happy", env_dump=str(dump))
+    async with sup_factory(binary) as sup:
+        await sup.add_bot("b1")
+        await sup.request_start("b1")
+        await recorder.wait_state("b1", "running")
+        pid = sup.live_pid("b1")
+        binary.unlink()
+        if swap == "symlink":
+            binary.symlink_to(other)  # a valid executable behind it: still refused
+        elif swap == "directory":
+            binary.mkdir()
+        else:
+            binary.write_text(other.read_text())
+        os.kill(pid, signal.SIGKILL)  # a crash: the restart policy respawns at once (tiny backoff)
+        await recorder.wait_state("b1", "failed")
+    rec = await store.get_bot("b1")
+    assert rec.status == "failed" and rec.last_error_code == "FASTAGENT_START_FAILED"
+    assert rec.restart_count == 0 and rec.pid is None and str(binary) in rec.last_error_message
+    codes = [e.code for e in recorder.events("b1") if type(e).__name__ == "Diagnostic"]
+    expected = {"symlink": "fastagent_binary_is_symlink", "directory": "fastagent_binary_not_regular_file",
+                "not_executable": "fastagent_binary_not_executable"}[swap]  # fmt: skip
+    assert codes == [expected]
+    assert recorder.kinds("b1").count("running") == 1  # nothing ran after the swap
+    assert not dump.exists()

@@ -116,3 +116,39 @@ def test_supervisor_lock_is_exclusive(tmp_path: Path) -> None:
                 raise AssertionError("no error")
 
     trio.run(main)
+
+
+def test_sweep_after_the_leader_died_kills_only_members_carrying_the_bots_marker(tmp_path: Path) -> None:
+    """With the bot already gone (say, killed with its supervisor), its group's helpers are still found."""
+    from agentrt_fastagent._procinfo import group_members, stop_orphan_tree
+
+    pidfile = tmp_path / "helper.pid"
+    binary = make_binary(tmp_path / "bin", "helper_in_group", pidfile=str(pidfile))
+    data = tmp_path / "instances" / "b1" / "data"
+    leader = subprocess.Popen(
+        [str(binary), "--channel", "weixin", "--output", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        env={"PATH": os.environ["PATH"], "IM_GATEWAY_AGENT_ID": "b1", "IM_GATEWAY_DATA_DIR": str(data)},
+        start_new_session=True,
+    )  # fmt: skip
+    assert leader.stdout is not None
+    try:
+        leader.stdout.readline()
+        leader.stdout.readline()  # "running": the helper's pid is written
+        helper = int(pidfile.read_text())
+        started = process_start_time(leader.pid)
+        leader.kill()
+        leader.wait()  # reaped: only the helper is left in the group
+        assert group_members(leader.pid) == [helper]
+        other = f"IM_GATEWAY_DATA_DIR={tmp_path / 'elsewhere'}".encode()
+        assert stop_orphan_tree(leader.pid, started, marker=other, poll=0.02) == ("mismatch", 0)
+        assert group_members(leader.pid) == [helper]  # not provably ours: left alone
+        marker = f"IM_GATEWAY_DATA_DIR={data}".encode()
+        assert stop_orphan_tree(leader.pid, started, marker=marker, poll=0.02) == ("mismatch", 1)
+        assert group_members(leader.pid) == []
+    finally:
+        for pid in group_members(leader.pid):
+            os.kill(pid, 9)
+        leader.kill()
+        leader.wait()
+        leader.stdout.close()

@@ -232,3 +232,62 @@ def test_update_failure_restores_the_previous_copy(tmp_path: Path, monkeypatch: 
     assert r.status == "error" and r.error_code == "SYNC_FAILED"
     assert (data / "skills" / "alpha" / "SKILL.md").read_text() == "v1"
     assert sorted(p.name for p in (data / "skills").iterdir()) == ["alpha"]
+
+
+_CRASHING_SYNC = r"""
+import os, sys
+from pathlib import Path
+import agentrt_fastagent._skills as skills
+point, real = sys.argv[3], os.rename
+def rename(src, dst):
+    if point == "staged" and ".backup-" in str(dst):
+        os._exit(9)  # the new copy is staged; the old one is still in place
+    if point == "moved_aside" and ".agentrt-managed-skill-" in str(src):
+        os._exit(9)  # the old copy is aside; the new one is not yet in place
+    real(src, dst)
+skills.os.rename = rename
+skills.sync_managed_skills(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("point", ["staged", "moved_aside"])
+def test_sync_cleans_the_debris_of_a_crashed_sync(tmp_path: Path, point: str) -> None:
+    data = tmp_path / "data"
+    sync_managed_skills(data, bundle(tmp_path / "b1", "1", {"alpha": "v1", "beta": "v1"}))
+    b2 = bundle(tmp_path / "b2", "2", {"alpha": "v2", "beta": "v2"})
+    crashed = subprocess.run(
+        [sys.executable, "-c", _CRASHING_SYNC, str(data), str(b2), point],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert crashed.returncode == 9, crashed.stderr.decode()
+    debris = sorted(p.name for p in (data / "skills").iterdir() if p.name not in ("alpha", "beta"))
+    # what the crash left: a staging directory, and alpha's backup where alpha itself is gone
+    assert len(debris) == (1 if point == "staged" else 2) and debris[0].startswith(".agentrt-managed-skill-alpha-")
+    r = sync_managed_skills(data, b2)
+    assert r.status == "success" and r.cleaned_debris == tuple(debris)
+    assert r.updated_skills == ("alpha", "beta") and r.installed_skills == ()  # the backup was put back first
+    assert sorted(p.name for p in (data / "skills").iterdir()) == ["alpha", "beta"]
+    assert (data / "skills" / "alpha" / "SKILL.md").read_text() == "v2"
+    assert not (data / LOCK_NAME).exists()  # the dead owner's lock was stale and broken
+
+
+def test_sync_leaves_other_backup_names_alone(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    user = data / "skills" / f"mine.backup-{'0' * 32}"  # not a skill of ours: the user's directory
+    user.mkdir(parents=True)
+    r = sync_managed_skills(data, bundle(tmp_path / "b", "1", {"alpha": "a"}))
+    assert r.status == "success" and r.cleaned_debris == () and user.is_dir()
+
+
+def test_skills_dir_symlink_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data.mkdir()
+    (data / "skills").symlink_to(outside)
+    r = sync_managed_skills(data, bundle(tmp_path / "b", "1", {"alpha": "a"}))
+    assert r.status == "error" and r.error_code == "SKILLS_DIR_IS_SYMLINK"
+    assert "symbolic link" in (r.error or "")
+    assert list(outside.iterdir()) == []  # nothing was written through the link
+    assert summary(data)["lastError"] == "SKILLS_DIR_IS_SYMLINK"
+    assert not (data / LOCK_NAME).exists()

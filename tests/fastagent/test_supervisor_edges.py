@@ -13,6 +13,7 @@ import trio
 from agentrt import AgentrtError
 from agentrt.bots import BotRecord
 from agentrt.events import to_json
+from agentrt_fastagent._procinfo import process_start_time
 from agentrt_fastagent._store import JsonFileBotStore, MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
@@ -317,3 +318,60 @@ async def test_database_store_atomic_update_across_processes(tmp_path: Path) -> 
     final = await store.get_bot("b")
     assert final is not None and final.restart_count == 600
     await store.aclose()
+
+
+async def _wait_gone(pid: int) -> None:
+    """Wait (bounded) until ``pid`` has exited, on its pidfd: no polling."""
+    import os
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        with trio.fail_after(WAIT):
+            await trio.lowlevel.wait_readable(fd)
+    finally:
+        trio.lowlevel.notify_closing(fd)
+        os.close(fd)
+
+
+async def test_exit_while_a_detached_grandchild_holds_stdout(tmp_path: Path, sup_factory, store, recorder) -> None:
+    """The grandchild left the bot's process group: the exit is still recorded and the holder killed."""
+    pidfile = tmp_path / "helper.pid"
+    binary = make_binary(tmp_path / "bin", "detached_grandchild_holds_stdout", pidfile=str(pidfile))
+    async with sup_factory(binary, backoff=(5.0,)) as sup:  # the default exit grace (2 s)
+        await sup.add_bot("b1")
+        await sup.request_start("b1")
+        await recorder.wait_for(lambda: recorder.exits("b1") == 1)
+        helper = int(pidfile.read_text())
+        await _wait_gone(helper)  # it was killed: it would otherwise pause forever
+        rec = await store.get_bot("b1")
+        assert rec.restart_count == 1 and rec.status == "stopped" and rec.pid is None
+        codes = [e.code for e in recorder.events("b1") if type(e).__name__ == "Diagnostic"]
+        assert codes == ["fastagent_stdout_held"]
+
+
+async def test_a_claimed_pid_is_never_recorded(tmp_path: Path, sup_factory, store, recorder) -> None:
+    """A bot naming another process's pid gets a diagnostic; the record keeps the spawned pid."""
+    import sys
+
+    decoy = subprocess.Popen([sys.executable, "-S", "-c", "import signal; signal.pause()"])
+    try:
+        binary = make_binary(tmp_path / "bin", "claims_pid", claim_pid=decoy.pid)
+        async with sup_factory(binary) as sup:
+            await sup.add_bot("b1")
+            await sup.request_start("b1")
+            await recorder.wait_state("b1", "running")
+            rec = await store.get_bot("b1")
+            spawned = sup.live_pid("b1")
+            assert rec.pid == spawned != decoy.pid
+            assert rec.process_started_at == process_start_time(spawned)
+            (diag,) = [e for e in recorder.events("b1") if type(e).__name__ == "Diagnostic"]
+            assert diag.code == "fastagent_pid_claim_ignored" and str(decoy.pid) in diag.detail
+            await sup.request_stop("b1")
+            await recorder.wait_state("b1", "stopped")
+        assert decoy.poll() is None  # never signalled
+    finally:
+        decoy.kill()
+        decoy.wait()

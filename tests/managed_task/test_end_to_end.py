@@ -226,7 +226,7 @@ async def _finished(store: Any, task_id: str) -> Any:
 
 
 def _kill_orphan(pidfile: Path) -> None:
-    # SIGKILL of the worker leaves its command running (its own session): clean it up.
+    # A safety net: the command dies with its worker (test_sigkilled_worker_takes_its_command_down).
     if pidfile.exists() and pidfile.read_text():
         try:
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
@@ -253,6 +253,26 @@ async def test_killed_worker_lease_expires_and_a_second_worker_retries(
     assert done.status == "success" and done.agent_id == "worker-b" and done.retry_count == 1
     assert done.attempt_id != attempt_a
     assert done.result["output"]["stdout"] == "second attempt\n"
+
+
+async def test_sigkilled_worker_takes_its_command_down_before_the_retry(
+    store: Any, control_plane: Any, spawn_cli: Any, cli_environment: Any, tmp_path: Path
+) -> None:
+    from agentrt.testing._pids import PidWatch
+
+    url = await control_plane(store, lease_seconds=1.0, max_retries=3, maintenance_interval=0.2)
+    row, _ = await store.submit("command", {"argv": _crash_once_command(tmp_path)}, None)
+    worker = await start_worker(spawn_cli, cli_environment, url, tmp_path / "wa", "worker-a")
+    try:
+        await _wait_running(store, row.id, tmp_path / "pid")
+        with PidWatch(int((tmp_path / "pid").read_text())) as command:
+            worker.process.send_signal(signal.SIGKILL)
+            with trio.fail_after(10):
+                await worker.process.wait()
+            # Its own session shields it from the worker's group: only the death signal takes it down.
+            assert await trio.to_thread.run_sync(command.gone, 30), "the command outlived its SIGKILLed worker"
+    finally:
+        _kill_orphan(tmp_path / "pid")
 
 
 async def test_killed_worker_at_the_retry_limit_fails_the_task(

@@ -285,9 +285,12 @@ class PrintSink:
 @click.command(name="supervise")
 @click.option("--json", "as_json", is_flag=True, help="One state change or lifecycle event per line.")
 def cmd_supervise(as_json: bool) -> None:
-    """Run the supervisor in the foreground for every bot (Ctrl-C stops the bots and exits)."""
+    """Run the supervisor in the foreground for every bot (Ctrl-C stops the bots and exits).
 
-    async def go(cfg: BotsConfig, store: Any, env: Mapping[str, str]) -> None:
+    SIGINT and SIGTERM run the bounded stop of every bot, then exit 130 or 143.
+    """
+
+    async def go(cfg: BotsConfig, store: Any, env: Mapping[str, str]) -> int:
         from ._supervisor import open_supervisor
 
         for name in cfg.bots:  # bots declared in the file exist in the store
@@ -306,7 +309,10 @@ def cmd_supervise(as_json: bool) -> None:
             async with open_supervisor(
                 store, config=cfg.supervisor_config(env), resolve=cfg.resolver(env), sinks=sinks
             ):
-                async for _sig in signals:
-                    break
+                async for sig in signals:
+                    return int(sig)
+        return 0
 
-    _run(go)
+    received = _run(go)
+    if received:
+        sys.exit(128 + received)  # the shell's convention for "ended by this signal"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -137,13 +138,27 @@ def resolve_binary(env: Mapping[str, str]) -> Path:
 
 
 def check_binary(path: Path) -> Path:
-    """Raise ``fastagent_start_failed`` unless ``path`` exists and is executable (blocking)."""
+    """Check the launch contract of the FastAgent executable (blocking); return ``path``.
+
+    It must be absolute, exist, not be a symbolic link (``lstat``), be a regular
+    file and be executable by us.  The supervisor checks before every spawn, so
+    an executable swapped for a link or a directory between two starts is
+    refused, not run.  Codes: ``fastagent_binary_not_absolute``,
+    ``fastagent_binary_not_found``, ``fastagent_binary_is_symlink``,
+    ``fastagent_binary_not_regular_file``, ``fastagent_binary_not_executable``.
+    """
     if not path.is_absolute():
-        raise AgentrtError("fastagent_start_failed", f"FastAgent binary path is not absolute: {path}")
-    if not os.access(path, os.F_OK):
-        raise AgentrtError("fastagent_start_failed", f"FastAgent binary not found: {path}")
-    if path.is_dir() or not os.access(path, os.X_OK):
-        raise AgentrtError("fastagent_start_failed", f"FastAgent binary is not executable: {path}")
+        raise AgentrtError("fastagent_binary_not_absolute", f"FastAgent binary path is not absolute: {path}")
+    try:
+        st = os.lstat(path)
+    except OSError:
+        raise AgentrtError("fastagent_binary_not_found", f"FastAgent binary not found: {path}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise AgentrtError("fastagent_binary_is_symlink", f"FastAgent binary is a symbolic link: {path}")
+    if not stat.S_ISREG(st.st_mode):
+        raise AgentrtError("fastagent_binary_not_regular_file", f"FastAgent binary is not a regular file: {path}")
+    if not os.access(path, os.X_OK):
+        raise AgentrtError("fastagent_binary_not_executable", f"FastAgent binary is not executable: {path}")
     return path
 
 

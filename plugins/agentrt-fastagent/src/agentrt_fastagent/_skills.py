@@ -13,6 +13,13 @@ The algorithm follows the reference supervisor, with agentrt's file names:
 * install/update: copy into a staging directory made inside ``<data>/skills``
   (same filesystem, so the final rename is atomic), write the marker, swap it
   into place (an existing copy is moved aside and restored on failure);
+* debris: a sync that died half-way leaves staging directories and
+  ``<name>.backup-<hex>`` copies behind; the next sync (holding the lock, so no
+  other sync is running) removes the staging directories and puts a backup back
+  where its skill is missing (the crash fell between the two renames) or
+  removes it where the skill is in place;
+* ``<data>/skills`` itself must be a real directory: a symlink there would
+  send every write elsewhere, so the sync refuses (``SKILLS_DIR_IS_SYMLINK``);
 * retire: a skill that is ours but no longer in the bundle is removed;
 * summary: ``<data>/.agentrt-managed-skills.json``, written atomically;
 * lock: ``<data>/.agentrt-managed-skills.lock`` created with ``O_EXCL``
@@ -29,6 +36,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -53,6 +61,7 @@ MARKER_NAME = ".agentrt-managed-skill.json"
 SUMMARY_NAME = ".agentrt-managed-skills.json"
 LOCK_NAME = ".agentrt-managed-skills.lock"
 _STAGING_PREFIX = ".agentrt-managed-skill-"
+_BACKUP_NAME = re.compile(r"(.+)\.backup-[0-9a-f]{32}")
 SCHEMA_VERSION = 1
 
 
@@ -70,6 +79,8 @@ class SyncResult:
     repaired_markers: tuple[str, ...] = ()
     skipped_conflicts: tuple[str, ...] = ()
     metadata_repaired: bool = False
+    cleaned_debris: tuple[str, ...] = ()
+    """Staging and backup directories an interrupted sync left behind, removed or restored."""
 
 
 class _SyncError(Exception):
@@ -233,6 +244,32 @@ def _install(src: Path, skills_dir: Path, name: str, version: str, managed_at: s
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def _clean_debris(skills_dir: Path, names: set[str]) -> list[str]:
+    """Remove what an interrupted sync left in ``skills_dir``; put back a backup whose skill is gone.
+
+    Only names this module makes are touched: staging directories (our prefix)
+    and backups of skills that are ours (in the bundle or the last summary).
+    """
+    cleaned: list[str] = []
+    for child in sorted(skills_dir.iterdir()):
+        if child.is_symlink() or not child.is_dir():
+            continue
+        backup = _BACKUP_NAME.fullmatch(child.name)
+        if child.name.startswith(_STAGING_PREFIX):
+            shutil.rmtree(child)
+        elif backup is not None and backup.group(1) in names:
+            target = skills_dir / backup.group(1)
+            if target.exists() or target.is_symlink():
+                shutil.rmtree(child)
+            else:
+                # The crash fell between "move the old copy aside" and "move the new one in".
+                os.rename(child, target)
+        else:
+            continue
+        cleaned.append(child.name)
+    return cleaned
+
+
 def _previous_managed(summary: Any) -> tuple[dict[str, Mapping[str, Any]], bool]:
     """Names listed in the previous summary, and whether it was unreadable."""
     if summary is None:
@@ -280,15 +317,26 @@ def _sync_locked(data_dir: Path, bundle: Path) -> SyncResult:
             operation="sync-all-managed",
         )  # fmt: skip
         return SyncResult(status="error", error_code=exc.code, error=exc.detail)
+    if skills_dir.is_symlink():
+        _write_summary(
+            summary_path, previous_summary, previous, status="error", error="SKILLS_DIR_IS_SYMLINK", now=now,
+            operation="sync-all-managed", version=version,
+        )  # fmt: skip
+        return SyncResult(
+            status="error", error_code="SKILLS_DIR_IS_SYMLINK",
+            error=f"{skills_dir} is a symbolic link: refusing to write through it", bundle_version=version,
+        )  # fmt: skip
     installed: list[str] = []
     updated: list[str] = []
     removed: list[str] = []
     repaired: list[str] = []
     conflicts: list[str] = []
     managed: dict[str, dict[str, Any]] = {}
+    cleaned: list[str] = []
     try:
         skills_dir.mkdir(parents=True, exist_ok=True)
         wanted = {name for name, _ in manifest}
+        cleaned = _clean_debris(skills_dir, wanted | set(previous))
         for name, src in manifest:
             target = skills_dir / name
             exists = target.exists() or target.is_symlink()
@@ -337,11 +385,12 @@ def _sync_locked(data_dir: Path, bundle: Path) -> SyncResult:
             bundle_version=version, installed_skills=tuple(installed), updated_skills=tuple(updated),
             removed_skills=tuple(removed), repaired_markers=tuple(repaired),
             skipped_conflicts=tuple(conflicts), metadata_repaired=metadata_repaired,
+            cleaned_debris=tuple(cleaned),
         )  # fmt: skip
     return SyncResult(
         status="success", bundle_version=version, installed_skills=tuple(installed),
         updated_skills=tuple(updated), removed_skills=tuple(removed), repaired_markers=tuple(repaired),
-        skipped_conflicts=tuple(conflicts), metadata_repaired=metadata_repaired,
+        skipped_conflicts=tuple(conflicts), metadata_repaired=metadata_repaired, cleaned_debris=tuple(cleaned),
     )  # fmt: skip
 
 

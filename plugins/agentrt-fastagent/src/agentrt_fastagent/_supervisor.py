@@ -58,12 +58,13 @@ from ._launch import (
     LlmProfile,
     SandboxConfig,
     build_process_spec,
+    check_binary,
     check_bot_id,
     instance_paths,
     prepare_instance,
     resolve_binary,
 )
-from ._procinfo import process_start_time, terminate_orphan
+from ._procinfo import kill_pipe_holders, pipe_of, process_start_time, stop_orphan_tree
 from ._schema import normalize_qr_url
 from ._skills import SyncResult, sync_managed_skills
 
@@ -133,6 +134,8 @@ class _Live:
     fatal: bool = False
     saw_stopped: bool = False
     stop_requested: bool = False
+    event_pid: int | None = None  # the pid its events carry (what it claimed); never signalled
+    stdout_pipe: str | None = None  # ``pipe:[inode]`` of its stdout, to find who holds it after the exit
     done: trio.Event = attrs.field(factory=trio.Event)
 
 
@@ -336,13 +339,18 @@ class Supervisor:
                 await self._recover_orphan(rec)
 
     async def _recover_orphan(self, rec: BotRecord) -> None:
+        """Stop the recorded process (pid and start time checked) and sweep its process group."""
         assert rec.pid is not None
-        outcome = await trio.to_thread.run_sync(
-            lambda: terminate_orphan(rec.pid or 0, rec.process_started_at, term_wait=self.config.orphan_term_wait)
+        # The bot's own environment entry: what proves a grandchild ours once its leader is gone.
+        marker = f"IM_GATEWAY_DATA_DIR={instance_paths(self.config.instances_dir, rec.bot_id).data}".encode()
+        outcome, swept = await trio.to_thread.run_sync(
+            lambda: stop_orphan_tree(
+                rec.pid or 0, rec.process_started_at, marker=marker, term_wait=self.config.orphan_term_wait
+            )
         )
         await self._emit(
             rec.bot_id,
-            [Status(kind="orphan_checked", label=outcome, detail={"pid": rec.pid})],
+            [Status(kind="orphan_checked", label=outcome, detail={"pid": rec.pid, "swept": swept})],
         )
 
         def mark(r: BotRecord) -> BotRecord:
@@ -422,14 +430,14 @@ class Supervisor:
             code, message = _START_CODES.get(
                 exc.code, ("FASTAGENT_START_FAILED", "FastAgent runtime could not be started.")
             )
-            await self._mark_failed(bot_id, code, f"{message} ({exc.detail})")
+            await self._mark_failed(bot_id, code, f"{message} ({exc.detail})", diagnostic=exc.code)
             return None, None
         model = profile.model
         # The model this start runs with, as the record's snapshot (the profile may change later).
         await self._update(bot_id, lambda r: r if r.model == model else attrs.evolve(r, model=model))
         return spec, paths
 
-    async def _mark_failed(self, bot_id: str, code: str, message: str) -> None:
+    async def _mark_failed(self, bot_id: str, code: str, message: str, *, diagnostic: str | None = None) -> None:
         await self._update(
             bot_id,
             lambda r: attrs.evolve(
@@ -437,14 +445,20 @@ class Supervisor:
                 backoff_until=None, pid=None, process_started_at=None,
             ),
         )  # fmt: skip
-        await self._emit(bot_id, [Diagnostic(code=code.lower(), detail=message)])
+        await self._emit(bot_id, [Diagnostic(code=diagnostic or code.lower(), detail=message)])
 
     async def _run_process(self, live: _Live, spec: ProcessSpec, paths: InstancePaths) -> ProcessExited | None:
         bot_id = live.bot_id
         try:
+            # Again, right before the spawn: the skills sync ran since _prepare's check, and
+            # the executable may have been swapped (for a link, a directory) meanwhile.
+            await trio.to_thread.run_sync(check_binary, Path(spec.argv[0]))
             async with open_process(spec) as proc:
                 live.proc = proc
+                live.event_pid = proc.pid
+                # Only this pid (with its start time) is recorded, so only it is ever signalled.
                 started_at = await trio.to_thread.run_sync(process_start_time, proc.pid)
+                live.stdout_pipe = await trio.to_thread.run_sync(pipe_of, proc.pid)
 
                 def spawned(r: BotRecord) -> BotRecord:
                     if r.status in ("stopping", "stopped", "failed") and live.stop_requested:
@@ -459,9 +473,9 @@ class Supervisor:
             # After the context: stderr has been drained to its end.
             await self._save_stderr(paths, proc)
         except AgentrtError as exc:
-            if live.proc is None:  # spawn_failed
+            if live.proc is None:  # refused by the launch contract, or spawn_failed
                 message = f"FastAgent runtime could not be started. ({exc.detail})"
-                await self._mark_failed(bot_id, "FASTAGENT_START_FAILED", message)
+                await self._mark_failed(bot_id, "FASTAGENT_START_FAILED", message, diagnostic=exc.code)
                 return None
             raise
         if not live.saw_stopped:
@@ -477,10 +491,13 @@ class Supervisor:
         """
         grace = self.config.exit_grace
         pump_done = trio.Event()
+        eof = False
 
         async def pump() -> None:
+            nonlocal eof
             try:
                 await self._pump(live, proc)
+                eof = True
             finally:
                 pump_done.set()
             with trio.move_on_after(grace):
@@ -494,6 +511,14 @@ class Supervisor:
             with trio.move_on_after(grace):
                 await pump_done.wait()
             nursery.cancel_scope.cancel()
+        if not eof and live.stdout_pipe is not None:
+            # Exited, yet stdout never ended: a grandchild holds it.  The final stop kills the
+            # bot's group; one in a group (or session) of its own is found by the pipe it holds.
+            pipe = live.stdout_pipe
+            holders = await trio.to_thread.run_sync(kill_pipe_holders, pipe)
+            if holders:
+                detail = f"killed {len(holders)} process(es) still holding stdout after the exit"
+                await self._emit(live.bot_id, [Diagnostic(code="fastagent_stdout_held", detail=detail)])
 
     async def _pump(self, live: _Live, proc: AgentProcess) -> None:
         reader = JsonlReader()
@@ -559,10 +584,17 @@ class Supervisor:
         rec = await self.store.get_bot(bot_id)
         if rec is None:
             return
-        if ev.kind != "process_started" and rec.pid is not None and ev.pid != rec.pid:
-            return  # an older process's event: ignored, not recorded
+        if ev.kind != "process_started" and live.event_pid is not None and ev.pid != live.event_pid:
+            return  # not the pid this process announced: ignored, not recorded
         data = ev.data
         extra: list[Event] = []
+        if ev.kind == "process_started" and live.proc is not None and ev.pid != live.proc.pid:
+            # A claim is never recorded as the pid to signal: that stays the one we spawned.
+            live.event_pid = ev.pid
+            extra.append(Diagnostic(
+                code="fastagent_pid_claim_ignored",
+                detail=f"process_started names pid {ev.pid}, but the spawned process is {live.proc.pid}",
+            ))  # fmt: skip
         if ev.kind == "qr_code" and not isinstance(data.get("qrCodeUrl"), str):
             await self._fatal(live, "qr_code without data.qrCodeUrl")
             return
@@ -570,15 +602,12 @@ class Supervisor:
         if ev.kind == "login_confirmed" and not (isinstance(account, str) and account):
             await self._fatal(live, "login_confirmed without data.accountId")
             return
-        started_at: str | None = None
-        if ev.kind == "process_started" and ev.pid is not None:
-            started_at = await trio.to_thread.run_sync(process_start_time, ev.pid)
         now = time.time()
 
         def change(r: BotRecord) -> BotRecord:
             k = ev.kind
             if k == "process_started":
-                return attrs.evolve(r, status="starting", pid=ev.pid, process_started_at=started_at or ev.timestamp)
+                return attrs.evolve(r, status="starting")
             if k == "qr_code":
                 url = normalize_qr_url(data.get("qrCodeUrl"))
                 if url is None:
@@ -721,6 +750,7 @@ def _sync_status(result: SyncResult) -> Status:
         "removed": list(result.removed_skills),
         "repairedMarkers": list(result.repaired_markers),
         "skippedConflicts": list(result.skipped_conflicts),
+        "cleanedDebris": list(result.cleaned_debris),
     }
     if result.error_code:
         detail["errorCode"] = result.error_code

@@ -1,4 +1,7 @@
-"""Run one allow-listed command for the worker: no shell, own process group, bounded time and output."""
+"""Run one allow-listed command for the worker: no shell, own process group, bounded time and output.
+
+The command dies with the worker (``agentrt.lowlevel.open_owned_process``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 import trio
+
+from agentrt.lowlevel import OwnedProcess, open_owned_process
 
 __all__ = ["RunOutcome", "run_command"]
 
@@ -41,7 +46,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass  # the whole group is already gone
 
 
-async def _stop_group(process: trio.Process) -> None:
+async def _stop_group(process: OwnedProcess) -> None:
     """SIGTERM to the group, 1 s, SIGKILL, 1 s: the §C tree kill.  Shielded: always runs to the end."""
     with trio.CancelScope(shield=True):
         if process.returncode is None:
@@ -63,14 +68,10 @@ async def run_command(
     pipe) and ``truncated`` is set.  Cancellation kills the process group before propagating.
     """
     started = trio.current_time()
-    process = await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
+    # Owned: the command dies with the worker, even a SIGKILLed one, so it never
+    # runs on while its task is retried elsewhere.
+    process = await open_owned_process(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, env=env
     )
     kept = bytearray()
     truncated = False

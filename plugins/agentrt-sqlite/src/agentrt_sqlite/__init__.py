@@ -33,7 +33,7 @@ def agentrt_register_sinks(register: Callable[[str, Any], None]) -> None:
 
 @hookimpl
 def agentrt_register_commands(cli: Any) -> None:
-    """``agentrt threads`` (its module is imported only when the command runs)."""
+    """``agentrt threads`` and ``agentrt logs`` (their modules are imported only when they run)."""
     import click
 
     class _Lazy(click.Group):
@@ -48,7 +48,18 @@ def agentrt_register_commands(cli: Any) -> None:
         def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
             return self._real().get_command(ctx, name)
 
-    cli.add_command(_Lazy(name="threads", help="List, show, export and remove named threads."))
+    cli.add_command(_Lazy(name="threads", help="List, show, rename, export and remove named threads."))
+
+    class _LazyLogs(click.Command):
+        def _real(self) -> click.Command:
+            from ._cli_logs import logs
+
+            return logs
+
+        def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+            return self._real().make_context(info_name, args, parent=parent, **extra)
+
+    cli.add_command(_LazyLogs(name="logs", help="Recorded run, chat and web turns, newest first; -q searches them."))
 
 
 @hookimpl

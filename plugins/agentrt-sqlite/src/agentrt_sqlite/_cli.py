@@ -1,4 +1,4 @@
-"""``agentrt threads``: list, show, export and remove named threads."""
+"""``agentrt threads``: list, show, rename, export and remove named threads."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _when(ts: float | None) -> str:
 
 @click.group()
 def threads() -> None:
-    """List, show, export and remove named threads."""
+    """List, show, rename, export and remove named threads."""
 
 
 @threads.command("list")
@@ -81,7 +81,8 @@ def _require(found: Any, name: str) -> None:
 
 @threads.command("show")
 @click.argument("name")
-def show_cmd(name: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The record and its turns as one JSON object.")
+def show_cmd(name: str, as_json: bool) -> None:
     """A thread's record and its turns."""
 
     async def q(s: SqliteStore) -> Any:
@@ -92,6 +93,12 @@ def show_cmd(name: str) -> None:
     _require(record, name)
     if diag is not None:
         click.echo(f"warning: {diag.code}: {diag.detail}", err=True)
+    if as_json:
+        click.echo(orjson.dumps({
+            "name": record.name, "dialect": record.dialect, "executable": record.executable,
+            "model": record.model, "session_id": record.session_id, "turns": turns,
+        }).decode())
+        return
     click.echo(f"thread:     {record.name}")
     click.echo(f"dialect:    {record.dialect}")
     click.echo(f"executable: {record.executable}")
@@ -104,6 +111,16 @@ def show_cmd(name: str) -> None:
         if len(prompt) > 60:
             prompt = prompt[:59] + "…"
         click.echo(f"  {_when(t['started_at'])}  {outcome:<10} {prompt}")
+
+
+@threads.command("rename")
+@click.argument("old")
+@click.argument("new")
+def rename_cmd(old: str, new: str) -> None:
+    """Give a thread a new name (its history and session go with it)."""
+    if not _run(lambda s: s.rename_thread(old, new)):
+        _require(None, old)
+    click.echo(f"renamed {old} to {new}")
 
 
 @threads.command("export")

@@ -102,6 +102,10 @@ class ConversationInfo:
     dialect: str | None = None
     executable: str | None = None
     model: str | None = None
+    agent: str | None = None
+    """The configured agent's name (``-a NAME``), for ``agentrt logs -a``."""
+    continues: str | None = None
+    """The id of the conversation this one continues (``run -c``)."""
 
 
 @attrs.define
@@ -253,9 +257,9 @@ class Recorder:
     def _conversation(self, source: str, wall: float) -> None:
         info = self.info
         self.db.execute(
-            "INSERT INTO conversations (id, thread_id, dialect, executable, model, started_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-            (source, self._thread_id, info.dialect, info.executable, info.model, wall),
+            "INSERT INTO conversations (id, thread_id, dialect, executable, model, started_at, agent, continues)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            (source, self._thread_id, info.dialect, info.executable, info.model, wall, info.agent, info.continues),
         )
         self._known.add(source)
 

@@ -142,8 +142,36 @@ def _v3(db: _Tx) -> None:
     db.execute("ALTER TABLE bots ADD COLUMN model TEXT")
 
 
+def _v4(db: _Tx) -> None:
+    # Logs: which configured agent a conversation ran (``-a NAME``), which one
+    # it continues (``run -c``), and full-text search over prompts and replies.
+    db.execute("ALTER TABLE conversations ADD COLUMN agent TEXT")
+    db.execute("ALTER TABLE conversations ADD COLUMN continues TEXT")
+    db.execute("CREATE INDEX conversations_started ON conversations(started_at)")
+    db.execute("CREATE INDEX turns_started ON turns(started_at)")
+    # An external-content index: the text lives once, in ``turns``; triggers
+    # keep the index in step (a reply is written when its turn ends).
+    db.execute("CREATE VIRTUAL TABLE turns_fts USING fts5(prompt, reply, content='turns', content_rowid='id')")
+    db.execute(
+        "CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns BEGIN"
+        " INSERT INTO turns_fts(rowid, prompt, reply) VALUES (new.id, new.prompt, new.reply); END"
+    )
+    db.execute(
+        "CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN"
+        " INSERT INTO turns_fts(turns_fts, rowid, prompt, reply) VALUES ('delete', old.id, old.prompt, old.reply);"
+        " END"
+    )
+    db.execute(
+        "CREATE TRIGGER turns_fts_update AFTER UPDATE OF prompt, reply ON turns BEGIN"
+        " INSERT INTO turns_fts(turns_fts, rowid, prompt, reply) VALUES ('delete', old.id, old.prompt, old.reply);"
+        " INSERT INTO turns_fts(rowid, prompt, reply) VALUES (new.id, new.prompt, new.reply); END"
+    )
+    # Turns recorded before this version become searchable too.
+    db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 

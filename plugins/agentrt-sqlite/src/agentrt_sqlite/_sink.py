@@ -202,7 +202,8 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
 
     Options: ``url`` (else ``AGENTRT_DATABASE_URL`` of ``env``), ``env``,
     ``thread`` (link the conversations to this named thread), ``dialect``,
-    ``executable``, ``model``, and the tuning knobs ``buffer_size``,
+    ``executable``, ``model``, ``agent`` (the configured agent's name),
+    ``continues`` (the conversation id this one continues), and the tuning knobs ``buffer_size``,
     ``flush_interval``, ``max_pending``, ``writer_nice``.
     """
     env = dict(options.get("env") or os.environ)
@@ -213,6 +214,8 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
         dialect=options.get("dialect"),
         executable=options.get("executable"),
         model=options.get("model"),
+        agent=options.get("agent"),
+        continues=options.get("continues"),
     )
     kwargs: dict[str, Any] = {}
     for key in ("buffer_size", "flush_interval", "max_pending", "writer_nice"):

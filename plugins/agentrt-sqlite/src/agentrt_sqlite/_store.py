@@ -19,6 +19,7 @@ import orjson
 import trio
 
 from agentrt.bots import BotRecord
+from agentrt.errors import AgentrtError
 from agentrt.events import Diagnostic
 from agentrt.threads import ThreadRecord, ThreadSummary
 
@@ -162,6 +163,37 @@ class SqliteStore:
                 raise
 
         return await self._run(q)
+
+    async def rename_thread(self, old: str, new: str) -> bool:
+        """Rename a thread (its conversations follow); ``False`` if ``old`` is unknown.
+
+        ``thread_exists`` if ``new`` is taken; ``invalid_thread_name`` if it is blank.
+        """
+        if not new.strip() or len(new) > 256 or any(ord(ch) < 32 for ch in new):
+            raise AgentrtError("invalid_thread_name", "a thread name is 1 to 256 printable characters")
+
+        def q(db: sqlite3.Connection) -> bool:
+            try:
+                cur = db.execute("UPDATE threads SET name = ?, updated_at = ? WHERE name = ?", (new, time.time(), old))
+            except sqlite3.IntegrityError:
+                raise AgentrtError("thread_exists", f"a thread named {new[:64]!r} already exists") from None
+            return cur.rowcount > 0
+
+        return await self._run(q)
+
+    async def search_logs(
+        self, *, limit: int | None = 10, query: str | None = None, agent: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Recorded turns newest first, full-text matched by ``query`` (see :mod:`agentrt_sqlite._logs`)."""
+        from ._logs import search_turns
+
+        return await self._run(lambda db: search_turns(db, limit=limit, query=query, agent=agent))
+
+    async def latest_conversation(self, agent: str | None = None) -> dict[str, Any] | None:
+        """The newest conversation with a native session id: what ``agentrt run -c`` continues."""
+        from ._logs import latest_conversation
+
+        return await self._run(lambda db: latest_conversation(db, agent=agent))
 
     async def thread_turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The thread's turns, oldest first, as dicts with the keys :data:`agentrt.threads.TURN_FIELDS`.

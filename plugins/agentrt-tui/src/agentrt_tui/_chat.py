@@ -41,15 +41,22 @@ def _fail(code: str, detail: str) -> None:
 
 
 @click.command()
+@click.option("-a", "--agent", help="Named agent from the config file (default: default_agent).")
 @click.option("--thread", "thread_name", help="A named thread: resume its session, remember the new one.")
 @click.option("--protocol", help="Dialect to speak (overrides AWP_AGENT_CLI_PROTOCOL).")
-@click.option("--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
+@click.option("-m", "--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
 @click.option("--no-log", is_flag=True, help="Do not record this chat in the database.")
-def chat(thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
+def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
     """Talk with an agent, turn by turn, in the terminal."""
     from agentrt import get_plugins
+    from agentrt._config import load_config
 
     env = dict(os.environ)
+    try:
+        config = load_config(env)
+    except AgentrtError as exc:
+        _fail(exc.code, exc.detail)
+    no_log = no_log or not config.logs_enabled
     plugins = get_plugins()
     store = None
     if thread_name is not None:
@@ -57,7 +64,7 @@ def chat(thread_name: str | None, protocol: str | None, model: str | None, no_lo
         if store is None:
             _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     try:
-        trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log)
+        trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config)
     except AgentrtError as exc:
         _fail(exc.code, exc.detail)
 
@@ -97,8 +104,11 @@ async def _chat(
     protocol: str | None,
     model: str | None,
     no_log: bool,
+    agent: str | None = None,
+    config: Any = None,
 ) -> None:
-    from agentrt import LaunchSpec, open_conversation
+    from agentrt import open_conversation
+    from agentrt._config import resolve_agent
 
     from ._sink import TuiSink
 
@@ -111,13 +121,15 @@ async def _chat(
                 click.secho(f"· {diag.code}: {diag.detail}", dim=True, err=True)
         else:
             record = await store.get_thread(thread_name)
-    if record is not None:
+    # An explicit -a names the agent; otherwise a thread keeps the agent it was started with.
+    if record is not None and agent is None:
         protocol = protocol or record.dialect or None
         model = model or record.model
     executable = None
-    if not env.get("AWP_AGENT_CLI_EXECUTABLE") and record is not None and record.executable:
+    if not env.get("AWP_AGENT_CLI_EXECUTABLE") and record is not None and record.executable and agent is None:
         executable = record.executable
-    launch = LaunchSpec.from_env(env, executable=executable, protocol=protocol, model=model)
+    resolved = resolve_agent(env, agent, executable=executable, protocol=protocol, model=model, config=config)
+    launch = resolved.launch
     resume = record.session_id if record is not None else None
 
     tui = TuiSink(sys.stdout)
@@ -126,7 +138,7 @@ async def _chat(
     if not no_log and "sqlite" in factories:
         sinks.append(factories["sqlite"]({
             "env": env, "thread": thread_name, "dialect": launch.protocol,
-            "executable": launch.executable, "model": launch.model,
+            "executable": launch.executable, "model": launch.model, "agent": resolved.name,
         }))
     reader = _Input()
     async with open_conversation(launch, plugins=plugins, resume=resume, sinks=sinks,

@@ -260,6 +260,7 @@ class ChatManager:
         store: ThreadStore,
         launch: Any,
         term_grace: float | None = None,
+        agent: str | None = None,
     ) -> None:
         self._nursery = nursery
         self.plugins = plugins
@@ -269,6 +270,8 @@ class ChatManager:
         #: The store's listing, history and deletion, when it offers them.
         self.browser: ThreadBrowser | None = store if isinstance(store, ThreadBrowser) else None
         self.launch = launch
+        #: The configured agent's name (``agentrt web -a NAME``), recorded with each conversation.
+        self.agent = agent
         self.term_grace = term_grace
         self._live: dict[str, _Live] = {}
         self._opening: dict[str, trio.Lock] = {}
@@ -410,7 +413,8 @@ class ChatManager:
         if factory is not None:
             try:
                 live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": self.launch.protocol,
-                                        "executable": self.launch.executable, "model": self.launch.model})
+                                        "executable": self.launch.executable, "model": self.launch.model,
+                                        "agent": self.agent})
                 sinks.append(live.db_sink)
             except AgentrtError:
                 raise

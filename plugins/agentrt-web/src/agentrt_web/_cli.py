@@ -18,11 +18,14 @@ from agentrt.errors import AgentrtError
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="TCP port (0: any free port; the URL is printed).")
 @click.option("--no-bots", is_flag=True, help="Do not run the FastAgent bot supervisor in this server.")
-def web(host: str, port: int, no_bots: bool) -> None:
+@click.option("-a", "--agent", help="Named agent from the config file for new chats (default: default_agent).")
+def web(host: str, port: int, no_bots: bool, agent: str | None) -> None:
     """Serve the web UI: chat, threads and bots in a browser."""
     from ._server import WebOptions, announce, resolve_token, serve_web
 
     env = dict(os.environ)
+
+    stopped_by: list[int] = []
 
     async def main() -> None:
         stop = trio.Event()
@@ -30,7 +33,8 @@ def web(host: str, port: int, no_bots: bool) -> None:
 
             async def on_signal() -> None:
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _sig in signals:
+                    async for sig in signals:
+                        stopped_by.append(sig)
                         stop.set()
                         return
 
@@ -45,7 +49,8 @@ def web(host: str, port: int, no_bots: bool) -> None:
         return exc
 
     try:
-        opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots)
+        opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots,
+                          agent=agent)
         try:
             trio.run(main)
         except BaseExceptionGroup as group:
@@ -56,3 +61,6 @@ def web(host: str, port: int, no_bots: bool) -> None:
     except OSError as exc:
         click.echo(f"agentrt: error: web_bind_failed: cannot listen on {host}:{port}: {exc.strerror}", err=True)
         sys.exit(2)
+    if stopped_by:
+        # Stopped by a signal (after the bounded stop of every agent): 130 / 143, as a shell expects.
+        sys.exit(128 + stopped_by[0])

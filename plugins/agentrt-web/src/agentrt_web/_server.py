@@ -32,6 +32,8 @@ class WebOptions:
     port: int = 8765
     token: str | None = None
     supervise_bots: bool = True
+    agent: str | None = None
+    """A named agent of the config file (else ``default_agent`` / the launch contract)."""
     term_grace: float | None = None
     #: How long hypercorn lets open responses finish at shutdown (the hub ends ours first).
     graceful_timeout: float = 2.0
@@ -60,7 +62,8 @@ async def serve_web(
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
-    from agentrt import LaunchSpec, get_plugins
+    from agentrt import get_plugins
+    from agentrt._config import resolve_agent
 
     from ._app import WebState, build_app
     from ._bots import BotManager
@@ -76,7 +79,8 @@ async def serve_web(
             f"binding {options.host!r} (not loopback) needs AGENTRT_WEB_TOKEN or AGENTRT_WEB_PASSWORD",
         )
     plugins = get_plugins()
-    launch = LaunchSpec.from_env(env)
+    resolved = resolve_agent(env, options.agent)
+    launch = resolved.launch
     store = plugins.thread_store(env)
     if store is None:
         raise AgentrtError("thread_store_unavailable", "agentrt web needs a thread store plugin (agentrt-sqlite)")
@@ -98,7 +102,7 @@ async def serve_web(
 
     async with trio.open_nursery() as nursery:
         chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
-                            term_grace=options.term_grace)
+                            term_grace=options.term_grace, agent=resolved.name)
         bots = BotManager(nursery, hub=hub, env=env, supervise=options.supervise_bots)
         state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
         app = build_app(state, loopback_only=loopback)

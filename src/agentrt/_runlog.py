@@ -1,0 +1,89 @@
+"""Recording ``run`` conversations by default, and ``run -c``: continue the latest one.
+
+The database is a plugin's (``agentrt-sqlite``); this module only asks the
+thread store for the latest conversation and builds the ``sqlite`` sink's
+options, so ``agentrt run`` stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .errors import AgentrtError
+
+__all__ = ["Continuation", "find_continuation", "log_options", "open_log_sink"]
+
+
+@attrs.frozen(kw_only=True)
+class Continuation:
+    """What ``run -c`` takes from the latest recorded conversation."""
+
+    conversation_id: str
+    session_id: str
+    agent: str | None = None
+    executable: str | None = None
+    protocol: str | None = None
+    thread: str | None = None
+
+
+def find_continuation(plugins: Any, env: Mapping[str, str], agent: str | None, configured: Any) -> Continuation:
+    """The latest conversation with a native session id (of ``agent`` when given).
+
+    ``configured`` holds the names of the config's agents: the conversation's
+    agent is reused only if it is still configured; otherwise its executable
+    and dialect are.  Errors: ``thread_store_unavailable``, ``no_conversation``.
+    """
+    import trio
+
+    store = plugins.thread_store(env)
+    latest = getattr(store, "latest_conversation", None)
+    if latest is None:
+        raise AgentrtError("thread_store_unavailable", "-c needs the database plugin (agentrt-sqlite)")
+
+    async def lookup() -> Any:
+        try:
+            with trio.fail_after(30):
+                return await latest(agent)
+        finally:
+            await store.aclose()
+
+    try:
+        row = trio.run(lookup)
+    except trio.TooSlowError:
+        raise AgentrtError("database_timeout", "the database did not answer in time") from None
+    if row is None:
+        who = f" of agent {agent!r}" if agent else ""
+        raise AgentrtError("no_conversation", f"no recorded conversation{who} with a session to continue")
+    reuse_agent = agent or (row["agent"] if row["agent"] in configured else None)
+    return Continuation(
+        conversation_id=row["id"],
+        session_id=row["session_id"],
+        agent=reuse_agent,
+        executable=None if reuse_agent else row["executable"],
+        protocol=None if reuse_agent else row["dialect"],
+        thread=row["thread"],
+    )
+
+
+def log_options(
+    env: Mapping[str, str], resolved: Any, *, thread: str | None, continues: str | None
+) -> dict[str, Any]:
+    """The ``sqlite`` sink's options for a conversation of ``resolved`` (a ResolvedAgent)."""
+    launch = resolved.launch
+    return {
+        "env": env, "thread": thread, "dialect": launch.protocol, "executable": launch.executable,
+        "model": launch.model, "agent": resolved.name, "continues": continues,
+    }
+
+
+def open_log_sink(plugins: Any, options: Mapping[str, Any]) -> Any:
+    """The ``sqlite`` sink for ``options``, or ``None`` without the database plugin.
+
+    A bad ``AGENTRT_DATABASE_URL`` raises its ``AgentrtError`` here, before
+    anything is spawned, rather than failing mid-conversation.
+    """
+    factory = plugins.sinks().get("sqlite")
+    return None if factory is None else factory(dict(options))

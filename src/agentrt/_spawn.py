@@ -1,0 +1,259 @@
+"""Spawning children that die with their owner.
+
+Every child gets its own process group (``start_new_session``), exactly the
+given environment, no shell, and on Linux ``PR_SET_PDEATHSIG(SIGKILL)`` set in
+the child before ``exec``: when the owner dies, even by SIGKILL, the kernel
+kills the child too.
+
+The kernel sends the death signal when the *thread* that forked the child
+exits, not the process.  ``trio.lowlevel.open_process`` forks in a worker
+thread of trio's cache, which retires after a few idle seconds and would take
+healthy children with it.  So here every fork happens in one spawner thread
+that lives as long as the process: a daemon thread blocked on its queue, which
+ends only when the process does.  A forked copy of the owner starts its own
+spawner thread on first use.
+
+The death signal is set with ``preexec_fn``, which the Python documentation
+warns about when other threads exist: a lock held by another thread at
+``fork`` time stays held in the child.  Our function takes none: CPython forks
+with the GIL held and re-initialises its own locks in the child, glibc resets
+its malloc locks across ``fork``, and the function only makes two syscalls
+through a ``prctl`` binding resolved before any fork (plus ``getppid``: if the
+owner died before ``prctl`` took effect, the child kills itself, since no
+death signal would ever come).  It imports nothing and touches no other
+module's state.
+
+Elsewhere than Linux there is no death signal: spawning goes through
+``trio.lowlevel.open_process`` unchanged and children are stopped by their
+owner's bounded stop only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import outcome
+import trio
+
+__all__ = ["OwnedProcess", "open_owned_process", "DEATH_SIGNAL_SUPPORTED"]
+
+DEATH_SIGNAL_SUPPORTED = sys.platform == "linux" and hasattr(os, "pidfd_open")
+"""True where children die with their owner (Linux ≥ 5.3: ``prctl`` and pidfds)."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+class OwnedProcess(Protocol):
+    """A spawned child: what :func:`open_owned_process` returns (a ``trio.Process`` look-alike)."""
+
+    pid: int
+    stdin: trio.abc.SendStream | None
+    stdout: trio.abc.ReceiveStream | None
+    stderr: trio.abc.ReceiveStream | None
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code (negative: killed by that signal), or ``None`` while it runs; reaps if it exited."""
+        ...
+
+    async def wait(self) -> int:
+        """Wait for the exit, reap the child and return :attr:`returncode`."""
+        ...
+
+
+class _LinuxProcess:
+    """A child forked by the spawner thread; exit observed through a pidfd."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: trio.lowlevel.FdStream | None,
+        stdout: trio.lowlevel.FdStream | None,
+        stderr: trio.lowlevel.FdStream | None,
+    ) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin: trio.abc.SendStream | None = stdin
+        self.stdout: trio.abc.ReceiveStream | None = stdout
+        self.stderr: trio.abc.ReceiveStream | None = stderr
+        # Opened before anyone can reap the child, so it names this child.
+        self._pidfd: int | None = os.pidfd_open(popen.pid)
+        self._wait_lock = trio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<owned process {self.pid}>"
+
+    @property
+    def returncode(self) -> int | None:
+        code = self._popen.poll()
+        if code is not None:
+            self._close_pidfd()
+        return code
+
+    def _close_pidfd(self) -> None:
+        fd, self._pidfd = self._pidfd, None
+        if fd is not None:
+            trio.lowlevel.notify_closing(fd)
+            os.close(fd)
+
+    async def wait(self) -> int:
+        async with self._wait_lock:
+            if self._popen.poll() is None and self._pidfd is not None:
+                with contextlib.suppress(trio.ClosedResourceError):
+                    await trio.lowlevel.wait_readable(self._pidfd)
+            # A readable pidfd means a zombie: this reaps without blocking.
+            code = self._popen.wait()
+            self._close_pidfd()
+        return code
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_pidfd", None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+# --- the spawner thread ------------------------------------------------------------
+
+_Job = tuple[Callable[[], Any], Callable[[outcome.Outcome[Any]], None]]
+_queue_lock = threading.Lock()
+_jobs: queue.SimpleQueue[_Job] | None = None
+
+
+def _serve(jobs: queue.SimpleQueue[_Job]) -> None:
+    while True:
+        fn, deliver = jobs.get()
+        deliver(outcome.capture(fn))
+
+
+def _spawner() -> queue.SimpleQueue[_Job]:
+    global _jobs
+    with _queue_lock:
+        if _jobs is None:
+            jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(jobs,), name="agentrt-spawner", daemon=True).start()
+            _jobs = jobs
+        return _jobs
+
+
+def _forget_spawner() -> None:
+    # A forked copy of the owner has no spawner thread: start a new one on demand.
+    global _jobs, _queue_lock
+    _jobs = None
+    _queue_lock = threading.Lock()
+
+
+if DEATH_SIGNAL_SUPPORTED:
+    os.register_at_fork(after_in_child=_forget_spawner)
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _prctl.restype = ctypes.c_int
+
+
+def _die_with(owner: int) -> Callable[[], None]:
+    def set_death_signal() -> None:  # runs in the child, between fork and exec
+        if _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != owner:
+            # The owner died before prctl took effect: no signal will come.
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_death_signal
+
+
+async def _in_spawner(fn: Callable[[], Any]) -> Any:
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+    box: list[outcome.Outcome[Any]] = []
+
+    def deliver(result: outcome.Outcome[Any]) -> None:
+        box.append(result)
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    _spawner().put((fn, deliver))
+    # Not cancellable (as trio's own spawn): a fork is bounded, and a child
+    # started after our caller left would have no owner to stop it.
+    with trio.CancelScope(shield=True):
+        await done.wait()
+    return box[0].unwrap()
+
+
+def _parent_end(to_child: bool) -> tuple[trio.lowlevel.FdStream, int]:
+    read_fd, write_fd = os.pipe()  # both non-inheritable; Popen dup2s the child end
+    if to_child:
+        return trio.lowlevel.FdStream(write_fd), read_fd
+    return trio.lowlevel.FdStream(read_fd), write_fd
+
+
+async def open_owned_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    stdin: int = subprocess.DEVNULL,
+    stdout: int = subprocess.PIPE,
+    stderr: int = subprocess.PIPE,
+) -> OwnedProcess:
+    """Spawn ``argv`` in its own process group, so that it dies with its owner (Linux).
+
+    ``argv[0]`` should be absolute; it runs without a shell, with exactly
+    ``env``, all other descriptors closed.  ``stdin``/``stdout``/``stderr`` take
+    ``subprocess.PIPE`` or ``subprocess.DEVNULL`` (``stderr`` also
+    ``subprocess.STDOUT``); piped ends are trio streams on the result.  Raises
+    ``OSError`` (or ``subprocess.SubprocessError``) when it cannot start.
+    Reaping stays the caller's job (:meth:`OwnedProcess.wait`).
+    """
+    if not DEATH_SIGNAL_SUPPORTED:
+        proc: OwnedProcess = await trio.lowlevel.open_process(
+            list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env), cwd=cwd,
+            start_new_session=True, close_fds=True,
+        )
+        return proc
+    ours: list[trio.lowlevel.FdStream] = []
+    theirs: list[int] = []
+    try:
+        streams: list[trio.lowlevel.FdStream | None] = []
+        child: list[int] = []
+        for which, to_child in ((stdin, True), (stdout, False), (stderr, False)):
+            if which == subprocess.PIPE:
+                stream, fd = _parent_end(to_child)
+                ours.append(stream)
+                theirs.append(fd)
+                streams.append(stream)
+                child.append(fd)
+            else:
+                streams.append(None)
+                child.append(which)
+        if stderr == subprocess.STDOUT and stdout == subprocess.PIPE:
+            child[2] = child[1]
+        popen: subprocess.Popen[bytes] = await _in_spawner(
+            lambda: subprocess.Popen(
+                list(argv),
+                stdin=child[0],
+                stdout=child[1],
+                stderr=child[2],
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=_die_with(os.getpid()),
+            )
+        )
+    except BaseException:
+        for stream in ours:
+            stream.close()
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    return _LinuxProcess(popen, *streams)
