@@ -460,14 +460,15 @@ class Conversation:
                 objs = reader.feed(chunk)
             except OutputOversize as exc:
                 oversize = True
+                # Stopped before the turn ends: a next turn must not be written to this agent.
+                with trio.CancelScope(shield=True):
+                    await proc.stop()
                 # What complete lines preceded the oversize one still counts.
                 await self._dispatch(
                     self._decode(codec, exc.objects)
                     + [Diagnostic(code=exc.code, detail="stdout line exceeded 4 MiB; stopping the agent")]
                     + self._fail_current(exc.code, "the agent's output exceeded 4 MiB without a newline")
                 )
-                with trio.CancelScope(shield=True):
-                    await proc.stop()
                 break
             if objs:
                 if reader.malformed_count == seen_malformed:
