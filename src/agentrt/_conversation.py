@@ -190,6 +190,8 @@ class _TurnState:
         self.terminal: Event | None = None
         self.ended = trio.Event()
         self.cancel_requested = False
+        # The process this turn was written to: only its exit can end the turn.
+        self.proc: AgentProcess | None = None
 
 
 class TurnStream:
@@ -486,7 +488,7 @@ class Conversation:
             status = await proc.wait()
         self.exit_status = status
         final: list[Event] = []
-        if self._turn is not None and self._turn.terminal is None:
+        if self._turn is not None and self._turn.terminal is None and self._turn.proc is proc:
             if self._turn.cancel_requested or status.requested:
                 final.extend(self._fail_current("turn_cancelled", "the turn was cancelled"))
             else:
@@ -668,6 +670,7 @@ class Conversation:
                     # A respawned process has a fresh (possibly stateful) codec.
                     data = self._codec.encode_turn(turn)
                 self._inputs_this_process += 1
+                state.proc = proc
                 await proc.send(data)  # the one write attempt of this send
             except AgentrtError as exc:
                 await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))
