@@ -42,7 +42,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy strict on the core."""
+    """mypy strict on the core and every plugin (``plugins/*/src``), as configured in pyproject.toml."""
     session.install("mypy", "-r", "requirements-dev.txt")
     session.run("mypy")
 

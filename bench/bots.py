@@ -106,9 +106,7 @@ class _LatencySink:
 
 
 async def _supervised(binary: Path, work: Path, n: int) -> dict[str, Any]:
-    from agentrt_fastagent._launch import LlmProfile, SandboxConfig
-    from agentrt_fastagent._store import MemoryBotStore
-    from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
+    from agentrt_fastagent.api import LlmProfile, MemoryBotStore, SandboxConfig, SupervisorConfig, open_supervisor
 
     profile = LlmProfile(name="bench", provider="openai", model="m", api_key="bench-key")
     store = MemoryBotStore()
@@ -162,7 +160,7 @@ async def _supervised(binary: Path, work: Path, n: int) -> dict[str, Any]:
 
 
 async def _baseline(binary: Path, n: int) -> dict[str, Any]:
-    from agentrt._process import ProcessSpec, open_process
+    from agentrt.lowlevel import ProcessSpec, open_process
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "IM_GATEWAY_AGENT_ID": "x"}
     spec = ProcessSpec(argv=(str(binary), "--channel", "weixin", "--output", "jsonl"), env=env, stdin=False,

@@ -9,21 +9,27 @@ which waits for one input line and then writes the file in 1 MiB writes):
 * ``sdk``: claude-agent-sdk's SubprocessCLITransport plus its parse_message, under
   asyncio (its native loop).
 
-Figures are ratios measured in the same process run, never absolute thresholds.
+Every contender is timed the same way, from spawn to reap, and the contenders
+run interleaved round by round (bench/_rounds.py): medians with ranges, and
+ratios to a baseline measured in the same rounds, never absolute thresholds.
+The machine load is printed beside every run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from ._corpus import corpus_module, write_blob
+from ._rounds import Figures, interleave, load_text, print_summary, summarize
 
 EMIT = str(Path(__file__).resolve().parent / "_emit.py")
 PYTHON = os.path.realpath(sys.executable)
@@ -34,10 +40,10 @@ def _child_env() -> dict[str, str]:
 
 
 async def bare_loop(path: str) -> tuple[int, float]:
-    """Lines counted by a bare trio read-and-split loop, and the seconds it took."""
+    """Lines counted by a bare trio read-and-split loop, and the seconds it took (spawn to reap)."""
+    start = time.perf_counter()
     proc = await trio.lowlevel.open_process([PYTHON, EMIT, path], stdin=-1, stdout=-1, env=_child_env())
     assert proc.stdin is not None and proc.stdout is not None
-    start = time.perf_counter()
     await proc.stdin.send_all(b"{}\n")
     lines = 0
     tail = b""
@@ -74,8 +80,7 @@ class _NoopSink:
 
 async def agentrt_path(path: str, protocol: str, sink_factory: Any = None) -> tuple[int, float, float]:
     """(events seen, seconds, parent CPU seconds) for the whole host path over ``path``."""
-    from agentrt import LaunchSpec, open_conversation
-    from agentrt._plugins import Plugins
+    from agentrt import LaunchSpec, Plugins, open_conversation
 
     plugins = Plugins(autoload=True)
     launch = LaunchSpec(executable=PYTHON, prefix_args=(EMIT, path), protocol=protocol)
@@ -97,13 +102,14 @@ async def agentrt_path(path: str, protocol: str, sink_factory: Any = None) -> tu
             nursery.start_soon(consume)
             with trio.fail_after(600):
                 await noop.done.wait()
-        elapsed = time.perf_counter() - start
+    # Leaving the block stopped and reaped the child: spawn to reap, as for the others.
+    elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu0
     return noop.events, elapsed, cpu
 
 
-def sdk_path(path: str) -> tuple[int, float]:
-    """Messages parsed by the Claude Agent SDK's transport + parse_message, and seconds."""
+def sdk_path(path: str) -> tuple[int, float, float]:
+    """(messages, seconds from spawn to reap, parent CPU seconds): the SDK's transport + parse_message."""
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk._internal.message_parser import parse_message
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
@@ -117,11 +123,12 @@ def sdk_path(path: str) -> tuple[int, float]:
     )
     script.chmod(0o755)
 
-    async def go() -> tuple[int, float]:
+    async def go() -> tuple[int, float, float]:
         options = ClaudeAgentOptions(cli_path=str(script), max_buffer_size=8 * 1024 * 1024)
+        cpu0 = time.process_time()
+        start = time.perf_counter()
         transport = SubprocessCLITransport(prompt="", options=options)
         await transport.connect()
-        start = time.perf_counter()
         await transport.write('{"type":"user"}\n')
         n = 0
         async for data in transport.read_messages():
@@ -130,9 +137,8 @@ def sdk_path(path: str) -> tuple[int, float]:
             except Exception:
                 pass  # unknown shapes: the SDK raises, counted like parsed
             n += 1
-        elapsed = time.perf_counter() - start
         await transport.close()
-        return n, elapsed
+        return n, time.perf_counter() - start, time.process_time() - cpu0
 
     try:
         return asyncio.run(go())
@@ -151,10 +157,8 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     """
     import orjson
 
-    from agentrt._conversation import Conversation
-    from agentrt._framing import JsonlReader
-    from agentrt._launch import LaunchSpec
-    from agentrt._plugins import Plugins
+    from agentrt import Conversation, LaunchSpec, Plugins
+    from agentrt.lowlevel import JsonlReader
     from agentrt.permissions import deny_all
 
     plugins = Plugins(autoload=True)
@@ -233,8 +237,8 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
     """
     import tracemalloc
 
-    from agentrt._framing import JsonlReader
-    from agentrt._plugins import Plugins
+    from agentrt import Plugins
+    from agentrt.lowlevel import JsonlReader
 
     dialect = Plugins(autoload=True).dialect(protocol)
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
@@ -268,59 +272,67 @@ def _awp_lines(small: bytes) -> bytes:
     return b"".join(orjson.dumps(orjson.loads(line)["event"]) + b"\n" for line in small.splitlines())
 
 
-def _best(runs: list[tuple[int, float]]) -> tuple[int, float]:
-    return min(runs, key=lambda r: r[1])
-
-
-def _measure(repeat: int, blob: bytes, path: str, small: bytes, small_path: str, awp_path: str) -> dict[str, float]:
-    lines = blob.count(b"\n")
-    small_lines = small.count(b"\n")
-    bare = _best([trio.run(bare_loop, path) for _ in range(repeat)])
-    ours = min((trio.run(agentrt_path, path, "stream-json") for _ in range(repeat)), key=lambda r: r[1])
-    try:
-        sdk: tuple[int, float] | None = _best([sdk_path(path) for _ in range(repeat)])
-    except ImportError:
-        sdk = None
-    cpu_runs = [trio.run(agentrt_path, small_path, "stream-json") for _ in range(repeat)]
-    bare_small = _best([trio.run(bare_loop, small_path) for _ in range(repeat)])
-    cpu_per_line_us = min(r[2] for r in cpu_runs) / small_lines * 1e6
-    awp_runs = [trio.run(agentrt_path, awp_path, "awp-jsonl") for _ in range(repeat)]
-    pure = inprocess_costs(small, "stream-json")
-    figures: dict[str, float] = {
-        "bare_lines_per_s": lines / bare[1],
-        "agentrt_lines_per_s": lines / ours[1],
-        "agentrt_vs_bare": bare[1] / ours[1],
-        "agentrt_cpu_us_per_small_delta_line": cpu_per_line_us,
-        "agentrt_cpu_us_per_small_delta_line_awp_jsonl": min(r[2] for r in awp_runs) / small_lines * 1e6,
-        "bare_small_lines_per_s": small_lines / bare_small[1],
-        "small_delta_inprocess_us_per_line": pure["inprocess_us_per_line"],
-        "small_delta_orjson_us_per_line": pure["orjson_us_per_line"],
-        "small_delta_inprocess_vs_orjson": pure["inprocess_vs_orjson"],
-    }
-    ceiling = bare[1] + orjson_seconds(blob)
-    figures["full_parse_ceiling_s"] = ceiling
-    figures["agentrt_vs_full_parse_ceiling"] = ceiling / ours[1]
-    if sdk is not None:
-        figures["sdk_lines_per_s"] = lines / sdk[1]
-        figures["sdk_vs_bare"] = bare[1] / sdk[1]
-        figures["agentrt_vs_sdk"] = sdk[1] / ours[1]
-        # What "parse every line with orjson, nothing else" would reach against the SDK.
-        figures["full_parse_ceiling_vs_sdk"] = sdk[1] / ceiling
+def _figures(lines: int, run: tuple[int, float] | tuple[int, float, float]) -> Figures:
+    figures: Figures = {"lines_per_s": lines / run[1], "wall_s": run[1]}
+    if len(run) == 3:
+        figures["cpu_us_per_line"] = run[2] / lines * 1e6
     return figures
 
 
-def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
-    """Run the comparison twice and print a table; returns the figures.
+def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str, awp_path: str,
+             label: str) -> dict[str, Any]:
+    """Both profiles, each contender interleaved round by round; medians, ranges and ratios."""
+    lines = blob.count(b"\n")
+    small_lines = small.count(b"\n")
+    mix: dict[str, Callable[[], Figures]] = {
+        "bare": lambda: _figures(lines, trio.run(bare_loop, path)),
+        "agentrt": lambda: _figures(lines, trio.run(agentrt_path, path, "stream-json")),
+    }
+    small_runs: dict[str, Callable[[], Figures]] = {
+        "bare_small": lambda: _figures(small_lines, trio.run(bare_loop, small_path)),
+        "agentrt_small": lambda: _figures(small_lines, trio.run(agentrt_path, small_path, "stream-json")),
+        "agentrt_small_awp_jsonl": lambda: _figures(small_lines, trio.run(agentrt_path, awp_path, "awp-jsonl")),
+    }
+    try:
+        import claude_agent_sdk  # noqa: F401
+    except ImportError:
+        print("  (claude-agent-sdk not installed: no SDK figures)")
+    else:
+        mix["sdk"] = lambda: _figures(lines, sdk_path(path))
+        small_runs["sdk_small"] = lambda: _figures(small_lines, sdk_path(small_path))
+    keys = ("lines_per_s", "wall_s", "cpu_us_per_line")
+    mix_runs = interleave(mix, rounds, label=f"{label}mix ")
+    small_done = interleave(small_runs, rounds, label=f"{label}small-delta ")
+    out: dict[str, Any] = {}
+    out.update(summarize(mix_runs, "bare", keys))
+    out.update(summarize(small_done, "bare_small", keys))
+    if "sdk" in mix:
+        out.update({k: v for k, v in summarize(mix_runs, "sdk", keys).items() if "_vs_sdk" in k})
+        out.update({k: v for k, v in summarize(small_done, "sdk_small", keys).items() if "_vs_sdk" in k})
+    pure = inprocess_costs(small, "stream-json")
+    out.update({f"small_delta_{k}": v for k, v in pure.items()})
+    ceiling = statistics.median(f["wall_s"] for f in mix_runs["bare"]) + orjson_seconds(blob)
+    out["full_parse_ceiling_s"] = ceiling
+    return out
+
+
+def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
+    """Run the comparison twice and print every run and a summary; returns the figures.
 
     First with CPython's default collector settings (a program embedding
     agentrt that does not tune them), then after :func:`agentrt.tune_gc`, as
-    the ``agentrt`` command runs (those figures carry a ``_tuned_gc`` suffix).
-    Every contender runs under the same settings in each half.
+    the ``agentrt`` command runs (those figures carry a ``tuned_gc.`` prefix).
+    Every contender runs under the same settings in each half.  Each half
+    interleaves the contenders round by round (``rounds``, at least 5; env
+    ``AGENTRT_BENCH_ROUNDS``) on the 100k-line mix (env ``AGENTRT_BENCH_LINES``)
+    and on the small-delta profile; every run prints the machine load.
     """
     import gc
 
     from agentrt import tune_gc
 
+    rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", rounds))
+    n_lines = int(os.environ.get("AGENTRT_BENCH_LINES", n_lines))
     corpus = corpus_module()
     blob = corpus.corpus_blob(n_lines)
     path = write_blob(blob)
@@ -328,22 +340,22 @@ def main(repeat: int = 3, n_lines: int = 20_000) -> dict[str, float]:
     small_path = write_blob(small)
     awp_path = write_blob(_awp_lines(small))
     saved = gc.get_threshold()
+    n_mix, n_small = blob.count(b"\n"), small.count(b"\n")
+    print(f"host path: {n_mix} mix lines ({len(blob) / 1e6:.0f} MB), {n_small} small deltas [{load_text()}]")
     try:
-        figures: dict[str, float] = {"corpus_lines": blob.count(b"\n"), "corpus_mb": len(blob) / 1e6}
+        figures: dict[str, Any] = {"corpus_lines": blob.count(b"\n"), "corpus_mb": len(blob) / 1e6}
         figures.update(held_event_bytes(small[: 20_000 * 260], "stream-json"))
-        figures.update(_measure(repeat, blob, path, small, small_path, awp_path))
+        figures.update(_measure(rounds, blob, path, small, small_path, awp_path, ""))
         tune_gc()
-        tuned = _measure(repeat, blob, path, small, small_path, awp_path)
-        figures.update({f"{key}_tuned_gc": value for key, value in tuned.items()})
+        tuned = _measure(rounds, blob, path, small, small_path, awp_path, "tuned gc ")
+        figures.update({f"tuned_gc.{key}": value for key, value in tuned.items()})
     finally:
         gc.set_threshold(*saved)
         gc.unfreeze()
         os.unlink(path)
         os.unlink(small_path)
         os.unlink(awp_path)
-    print("host path (stream-json corpus, best of", repeat, "runs)")
-    for key, value in figures.items():
-        print(f"  {key:48s} {value:14.3f}")
+    print_summary(f"host path, in process (medians of {rounds} interleaved rounds [range]; spawn to reap)", figures)
     return figures
 
 

@@ -46,7 +46,7 @@ def build_stream() -> tuple[bytes, list[bytes]]:
 
 
 def _ours(chunks: list[bytes]) -> list[str]:
-    from agentrt_openai._sse import SSEDecoder
+    from agentrt_openai import SSEDecoder
 
     decoder = SSEDecoder()
     out: list[str] = []

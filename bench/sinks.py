@@ -34,7 +34,7 @@ from .host_path import EMIT, PYTHON, _child_env, _NoopSink
 def _decode_corpus(blob: bytes) -> list[Any]:
     import orjson
 
-    from agentrt._plugins import Plugins
+    from agentrt import Plugins
 
     codec = Plugins(autoload=True).dialect("stream-json").host_codec()
     events: list[Any] = []
@@ -54,7 +54,7 @@ def _batches(events: list[Any], size: int) -> list[Any]:
 
 
 async def _store(batches: list[Any], db: Path, nice: int = 10) -> float:
-    from agentrt_sqlite._sink import SqliteSink
+    from agentrt_sqlite.api import SqliteSink
 
     sink = SqliteSink(db, writer_nice=nice)
     start = time.perf_counter()
@@ -67,7 +67,7 @@ async def _store(batches: list[Any], db: Path, nice: int = 10) -> float:
 
 
 async def _tui(batches: list[Any]) -> float:
-    from agentrt_tui._sink import TuiSink
+    from agentrt_tui.api import TuiSink
 
     with open(os.devnull, "w") as f:
         sink = TuiSink(f, terminal=False)
@@ -80,15 +80,14 @@ async def _tui(batches: list[Any]) -> float:
 
 async def _host(path: str, db: Path | None) -> tuple[int, float, float]:
     """(events, seconds until the no-op sink saw them all, seconds until the conversation closed)."""
-    from agentrt import LaunchSpec, open_conversation
-    from agentrt._plugins import Plugins
+    from agentrt import LaunchSpec, Plugins, open_conversation
 
     plugins = Plugins(autoload=True)
     launch = LaunchSpec(executable=PYTHON, prefix_args=(EMIT, path), protocol="stream-json")
     noop = _NoopSink()
     sinks: list[Any] = [noop]
     if db is not None:
-        from agentrt_sqlite._sink import SqliteSink
+        from agentrt_sqlite.api import SqliteSink
 
         sinks.append(SqliteSink(db))
     start = time.perf_counter()

@@ -5,6 +5,9 @@ the control plane and workers start as real child processes; then :data:`TASKS` 
 are submitted over HTTP and the clock runs until every one is ``success``.  Redis runs start a
 private ``redis-server`` (skipped, and said so, when it is not installed).
 
+The control plane's own CPU time per task (user+system of its process over the run) is reported
+too: wall-clock rates swing with machine load, CPU time much less.  The load average is printed.
+
 The baseline, in the same run, spawns ``true`` :data:`TASKS` times back to back from this process:
 the floor of one process start per task, so ``x baseline`` reads as "how many direct spawns' worth
 of tasks per second the whole distributed path sustains".
@@ -71,7 +74,13 @@ async def _stop(processes: list[trio.Process]) -> None:
                 await process.stdout.aclose()
 
 
-async def _one_run(storage: list[str], workers: int, tmp: str) -> float:
+def _cpu_seconds(pid: int) -> float:
+    # utime + stime of one process (Linux): a cost that machine load does not inflate, unlike wall time.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _one_run(storage: list[str], workers: int, tmp: str) -> tuple[float, float]:
     started: list[trio.Process] = []
     try:
         cp, ready = await _spawn(
@@ -101,7 +110,7 @@ async def _one_run(storage: list[str], workers: int, tmp: str) -> float:
         limits = httpx.Limits(max_connections=8)
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30, limits=limits) as client:
             with trio.fail_after(RUN_LIMIT):
-                begin = time.perf_counter()
+                begin, cpu_begin = time.perf_counter(), _cpu_seconds(cp.pid)
                 async with trio.open_nursery() as nursery:
                     for i in range(TASKS):
                         body = {"task_type": "command", "payload": {"argv": ["true"]}, "idempotency_key": f"b{i}"}
@@ -112,7 +121,8 @@ async def _one_run(storage: list[str], workers: int, tmp: str) -> float:
                         break
                     await trio.sleep(0.1)  # listing 200 rows is not free: do not starve the server
                 elapsed = time.perf_counter() - begin
-        return TASKS / elapsed
+                cpu_ms = (_cpu_seconds(cp.pid) - cpu_begin) / TASKS * 1000
+        return TASKS / elapsed, cpu_ms
     finally:
         await _stop(started)
 
@@ -157,18 +167,22 @@ def _start_redis() -> tuple[subprocess.Popen[bytes], str] | None:
 
 async def _run(tmp: str, redis_url: str | None) -> dict[str, Any]:
     figures: dict[str, Any] = {"tasks": TASKS, "slots_per_worker": SLOTS, "baseline_spawns_per_s": await _baseline()}
+    figures["load_before"] = os.getloadavg()[0]
     for backend in ("sqlite", "redis"):
         rates: dict[str, float | None] = {}
+        cpu: dict[str, float | None] = {}
         for workers in WORKER_COUNTS:
             if backend == "redis" and redis_url is None:
-                rates[str(workers)] = None
+                rates[str(workers)] = cpu[str(workers)] = None
                 continue
             if backend == "sqlite":
                 storage = ["--database", os.path.join(tmp, f"bench-{workers}.db")]
             else:
                 storage = ["--redis", str(redis_url), "--redis-prefix", f"bench:{workers}:{os.urandom(3).hex()}:"]
-            rates[str(workers)] = await _one_run(storage, workers, tmp)
+            rates[str(workers)], cpu[str(workers)] = await _one_run(storage, workers, tmp)
         figures[backend] = rates
+        figures[f"{backend}_control_plane_cpu_ms_per_task"] = cpu
+    figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
@@ -193,6 +207,12 @@ def main() -> dict[str, Any]:
             rate = figures[backend][str(n)]
             cells.append(f"{'not installed':>22}" if rate is None else f"{rate:9.1f}/s ({rate / base:5.2f}x)".rjust(22))
         print(f"  {backend:8} " + "".join(cells))
+    print("control-plane CPU per task (its process's user+system time; robust to machine load):")
+    for backend in ("sqlite", "redis"):
+        costs = figures[f"{backend}_control_plane_cpu_ms_per_task"]
+        cells = [f"{'-':>22}" if costs[str(n)] is None else f"{costs[str(n)]:8.2f} ms".rjust(22) for n in WORKER_COUNTS]
+        print(f"  {backend:8} " + "".join(cells))
+    print(f"load average (1 min): {figures['load_before']:.2f} before, {figures['load_after']:.2f} after")
     return figures
 
 

@@ -141,7 +141,7 @@ async def _with_clients(state: Any, url: str, name: str, turn: Any) -> tuple[Any
 
 
 async def _run(work: Path) -> dict[str, Any]:
-    from agentrt_web._server import WebOptions, serve_web
+    from agentrt_web.api import WebOptions, serve_web
 
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "LANG": "C.UTF-8",

@@ -118,6 +118,11 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 await emit(TurnFailed(code="invalid_input_json", message="input line is not JSON"))
                 continue
             decoded = outer.decode_input(obj)
+            owed = getattr(outer, "drain_output", None)
+            if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
+                pending = owed()
+                if pending:
+                    await sink.send_all(b"".join(_line(o) for o in pending))
             if decoded is None:
                 continue
             if isinstance(decoded, Shutdown):

@@ -2,8 +2,9 @@
 
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
-failure (exit before result, oversize output, spawn failure); 130 / 143
-interrupted by SIGINT / SIGTERM (the agent was stopped first).
+failure (exit before result, oversize output, spawn failure, or a sink that
+failed on some events: ``sink_failed``, so output is never silently missing);
+130 / 143 interrupted by SIGINT / SIGTERM (the agent was stopped first).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import click
@@ -31,48 +32,68 @@ def fail(code: str, message: str, status: int = EXIT_USAGE) -> NoReturn:
 class _StdoutSink:
     """Writes the reply to stdout: plain text, or one JSON event per line.
 
-    Writes happen in a worker thread (stdout may be a slow pipe or terminal;
-    the trio thread must not block on it).
+    Each batch is rendered to bytes and written from the trio thread by an
+    :class:`~agentrt.sinks.FdWriter` (a non-blocking write and trio's wait on a
+    pipe), so a slow reader never blocks the trio thread and no batch pays a
+    worker-thread round trip.  When the reader goes away (EPIPE) nothing more
+    is written and ``on_closed`` is called once.
     """
 
     name = "stdout"
     policy = "block"
     buffer_size = 256
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, fd: int = 1) -> None:
+        from .sinks import FdWriter
+
         self.as_json = as_json
         self.wrote_text = False
-        self.out = sys.stdout.buffer
+        self.writer = FdWriter(fd)
+        #: Set when stdout's reader went away; nothing is written after it.
+        self.output_closed = False
+        self.on_closed: Callable[[], None] | None = None
 
     async def handle(self, batch: Any) -> None:
-        import trio
-
         from .events import TextDelta, to_json
 
-        parts: list[bytes] = []
+        if self.output_closed:
+            return
         if self.as_json:
             import orjson
 
-            for ev in batch.events:
-                parts.append(orjson.dumps(to_json(ev)) + b"\n")
+            dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+            # Text deltas are most events: their JSON form built directly (the same
+            # as to_json's, a test holds them equal) skips the generic unstructuring.
+            data = b"".join([
+                dumps({"type": "text_delta", "text": ev.text, "index": ev.index}, option=newline)
+                if type(ev) is TextDelta
+                else dumps(to_json(ev), option=newline)
+                for ev in batch.events
+            ])
         else:
-            for ev in batch.events:
-                if type(ev) is TextDelta:
-                    parts.append(ev.text.encode("utf-8"))
-                    self.wrote_text = True
-        if parts:
-            data = b"".join(parts)
-            await trio.to_thread.run_sync(self._write, data)
+            texts = [ev.text for ev in batch.events if type(ev) is TextDelta]
+            if not texts:
+                return
+            self.wrote_text = True
+            data = "".join(texts).encode("utf-8", "replace")
+        await self._write(data)
 
-    def _write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
+    async def _write(self, data: bytes) -> None:
+        from .errors import AgentrtError
+        from .sinks import OUTPUT_CLOSED
+
+        try:
+            await self.writer.write(data)
+        except AgentrtError as exc:
+            if exc.code != OUTPUT_CLOSED:
+                raise
+            self.output_closed = True
+            if self.on_closed is not None:
+                self.on_closed()
 
     async def aclose(self) -> None:
-        import trio
-
-        if not self.as_json and self.wrote_text:
-            await trio.to_thread.run_sync(self._write, b"\n")
+        if not self.as_json and self.wrote_text and not self.output_closed:
+            await self._write(b"\n")
 
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
@@ -166,29 +187,41 @@ async def _run(
 
     record = None
     if thread is not None:
-        record = await store.get_thread(thread)
+        try:
+            record = await store.get_thread(thread)
+        except AgentrtError as exc:  # e.g. database_unavailable: the store's own code, nothing spawned
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_USAGE
         if resume is None and record is not None and record.session_id:
             if is_valid_session_id(record.session_id):
                 resume = record.session_id
             else:
                 click.echo("agentrt: warning: invalid_session_id: stored session id ignored", err=True)
-    extra = plugins.sinks()
-    # On a terminal, the terminal UI (when its plugin is installed) renders the
+    # On a terminal, the terminal sink (when a plugin provides one) renders the
     # reply: live text, tool progress, a usage footer.  Elsewhere, plain text.
-    if not sink.as_json and "tui" in extra and sys.stdout.isatty():
-        sinks: list[Any] = [extra["tui"]({})]
-    else:
-        sinks = [sink]
+    try:
+        terminal_sink = plugins.sink_for("terminal") if not sink.as_json and sys.stdout.isatty() else None
+    except AgentrtError as exc:  # ambiguous_sink_role, duplicate_registration: a configuration error
+        fail(exc.code, exc.detail)
+    sinks: list[Any] = [terminal_sink({})] if terminal_sink is not None else [sink]
     if log_sink is not None:
         sinks.append(log_sink)
 
-    async def converse() -> tuple[Any, str | None]:
+    async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env
         ) as conv:
-            return await conv.ask(prompt), conv.session_id
+            # Nobody reads the reply any more once stdout is closed: stop the turn
+            # (leaving the block stops and reaps the agent).
+            terminal = None
+            with trio.CancelScope() as reading:
+                sink.on_closed = reading.cancel
+                terminal = await conv.ask(prompt)
+            session_id = conv.session_id
+        # Read after the block: the sinks have been flushed and closed by then.
+        return terminal, session_id, conv.sink_failures
 
-    outcome: tuple[Any, str | None] | None = None
+    outcome: tuple[Any, str | None, Any] | None = None
     stopped_by: list[int] = []
     # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -208,23 +241,39 @@ async def _run(
                 return EXIT_RUNTIME
             finally:
                 nursery.cancel_scope.cancel()
+    if sink.output_closed:
+        # Later writes to fd 1 (the interpreter's final flush) go nowhere instead of failing again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
     if stopped_by:
         name = signal.Signals(stopped_by[0]).name
         click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
         return 128 + stopped_by[0]
     assert outcome is not None
-    terminal, session_id = outcome
+    terminal, session_id, sink_failures = outcome
     if thread is not None:
-        await store.save_thread(
-            ThreadRecord(
-                name=thread,
-                dialect=launch.protocol,
-                executable=launch.executable,
-                model=launch.model,
-                session_id=session_id or (record.session_id if record else None),
+        try:
+            await store.save_thread(
+                ThreadRecord(
+                    name=thread,
+                    dialect=launch.protocol,
+                    executable=launch.executable,
+                    model=launch.model,
+                    session_id=session_id or (record.session_id if record else None),
+                )
             )
-        )
+        except AgentrtError as exc:  # the turn ran, but the thread could not remember it
+            click.echo(f"agentrt: error: {exc.code}: {exc.detail}", err=True)
+            return EXIT_RUNTIME
+    if sink.output_closed:
+        click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
+        return EXIT_RUNTIME
+    if sink_failures:
+        # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
+        names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
+        click.echo(f"agentrt: error: sink_failed: output is incomplete: {names}", err=True)
     if isinstance(terminal, TurnFailed):
         click.echo(f"agentrt: error: {terminal.code}: {terminal.message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
-    return EXIT_OK
+    return EXIT_RUNTIME if sink_failures else EXIT_OK

@@ -91,15 +91,30 @@ EXIT_OUTPUT_GRACE = 2.0
 # Bounds on the shielded cleanup when the conversation ends.
 _PUMP_DRAIN_TIMEOUT = 10.0
 _SINK_CLOSE_TIMEOUT = 10.0
+#: A sink that fails this many batches in a row is detached.
+MAX_SINK_FAILURES = 3
+
+
+def _absolute(cwd: str | None) -> str:
+    # The working directory a protocol is told (ACP's session/new wants it absolute).
+    return os.path.abspath(cwd or os.getcwd())
 
 
 class _SinkRunner:
-    """One attached sink: its own task, its own bounded buffer and policy."""
+    """One attached sink: its own task, its own bounded buffer and policy.
+
+    A batch the sink fails on is a ``sink_failed`` diagnostic (and a line on
+    stderr), and later batches are still delivered: one odd event must not
+    silently end the recording.  After :data:`MAX_SINK_FAILURES` failures in a
+    row the sink is detached (``sink_detached``).
+    """
 
     def __init__(self, conv: Conversation, sink: Sink) -> None:
         self.conv = conv
         self.sink = sink
-        self.failed = False
+        self.failed = False  # detached
+        self.failures = 0  # in a row
+        self.failed_batches = 0  # in all, closing included
         self.coalesce = getattr(sink, "policy", "block") == "coalesce"
         size = max(1, int(getattr(sink, "buffer_size", 64)))
         self.size = size
@@ -108,6 +123,10 @@ class _SinkRunner:
         self.wake = trio.Event()
         self.closed = False
         self.done = trio.Event()
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.sink, "name", type(self.sink).__name__))
 
     async def deliver(self, batch: EventBatch) -> None:
         if self.failed or self.closed:
@@ -152,13 +171,26 @@ class _SinkRunner:
         try:
             await self.sink.handle(batch)
         except Exception as exc:
+            self.record_failure(exc, f"events {batch.first_seq}..{batch.first_seq + len(batch.events) - 1}")
+        else:
+            self.failures = 0
+
+    def record_failure(self, exc: Exception, what: str) -> None:
+        """Report one failure of the sink; detach it after too many in a row."""
+        self.failures += 1
+        self.failed_batches += 1
+        cause = f"{type(exc).__name__}: {exc}"
+        if self.failures >= MAX_SINK_FAILURES:
             self.failed = True
-            name = getattr(self.sink, "name", type(self.sink).__name__)
-            detail = f"sink {name!r} failed and was detached: {type(exc).__name__}: {exc}"
-            print(f"agentrt: warning: sink_failed: {detail}", file=sys.stderr)
-            # The run loop keeps draining (without handling), so a producer that
-            # blocks on this sink's buffer is never stuck behind a dead sink.
-            self.conv._internal_events.append(Diagnostic(code="sink_failed", detail=detail))
+            code = "sink_detached"
+            detail = f"sink {self.name!r} failed {self.failures} times in a row and was detached: {cause}"
+        else:
+            code = "sink_failed"
+            detail = f"sink {self.name!r} failed on {what} ({self.failures} in a row): {cause}"
+        print(f"agentrt: warning: {code}: {detail}", file=sys.stderr)
+        # The run loop keeps draining (without handling once detached), so a producer
+        # that blocks on this sink's buffer is never stuck behind a dead sink.
+        self.conv._internal_events.append(Diagnostic(code=code, detail=detail))
 
 
 def _merge(batches: list[EventBatch]) -> EventBatch:
@@ -346,6 +378,14 @@ class Conversation:
         self._nursery.start_soon(runner.run)
 
     @property
+    def sink_failures(self) -> dict[str, int]:
+        """Attached sinks that failed at least once: name → failed batches (closing included).
+
+        Some events then never reached that sink; ``agentrt run`` exits non-zero.
+        """
+        return {runner.name: runner.failed_batches for runner in self._sinks if runner.failed_batches}
+
+    @property
     def process(self) -> AgentProcess | None:
         """The live agent process, if any."""
         return self._proc
@@ -409,6 +449,7 @@ class Conversation:
         if self._proc is not None:
             # A new process speaks a new stream: fresh codec and framing state.
             self._codec = self.dialect.host_codec()
+        self._codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
         proc: AgentProcess = await self._nursery.start(self._run_process, spec)
         return proc
 
@@ -452,6 +493,7 @@ class Conversation:
     async def _pump(self, proc: AgentProcess) -> None:
         codec = self._codec
         reader = JsonlReader(codec.line_loader)
+        drain = codec.drain_output
         oversize = False
         seen_malformed = 0
         while True:
@@ -479,6 +521,12 @@ class Conversation:
                 else:
                     seen_malformed = reader.malformed_count
                     await self._dispatch(self._decode(codec, objs))
+                owed = drain()
+                if owed:  # a request/response protocol's next request (e.g. its handshake)
+                    try:
+                        await proc.send(owed)
+                    except AgentrtError as exc:
+                        await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))
         if not oversize:
             tail = self._decode(codec, reader.finish())
             tail.extend(codec.finish())
@@ -623,6 +671,15 @@ class Conversation:
             return
         response: dict[str, Any] | None = None
         error: str | None = None
+        own: bytes | None = None
+        with trio.move_on_after(_POLICY_TIMEOUT):
+            own = await self._codec.answer_control(req)
+        if own is not None:
+            try:
+                await proc.send(own)
+            except AgentrtError as exc:
+                self._internal_events.append(Diagnostic(code=exc.code, detail="could not answer a control request"))
+            return
         if req.subtype == "can_use_tool":
             body = req.request
             tool_input = body.get("input")
@@ -693,10 +750,7 @@ class Conversation:
                     try:
                         await runner.sink.aclose()
                     except Exception as exc:
-                        print(
-                            f"agentrt: warning: sink_failed: closing {runner.sink.name!r}: {type(exc).__name__}",
-                            file=sys.stderr,
-                        )
+                        runner.record_failure(exc, "closing")
 
 
 @asynccontextmanager

@@ -7,6 +7,9 @@ Rules (the AWP host's, made independent of how the bytes are chunked):
 * a line that is not JSON becomes a :class:`Malformed` marker (never rendered,
   never fatal); invalid UTF-8 is replaced with U+FFFD before parsing, as the
   original host's non-fatal streaming decoder does;
+* a lone surrogate escape (``"\\ud83d"``: JavaScript's ``slice()`` cuts an emoji
+  in half and ``JSON.parse`` accepts it) is replaced with U+FFFD, so every string
+  that leaves the framing can be encoded as UTF-8 by every sink;
 * a line whose raw length (without its ``\\n``) exceeds :data:`MAX_LINE_BYTES`
   is fatal: :class:`OutputOversize` (code ``runtime_output_oversize``) is raised
   as soon as ``MAX_LINE_BYTES + 1`` bytes of it have been seen, so a flood is
@@ -20,6 +23,7 @@ answer for every chunking, which is what lets the property tests hold.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -218,9 +222,31 @@ def _lenient(line: bytes) -> Any:
     try:
         # JSON.parse accepts a few things orjson refuses (numbers that overflow
         # to Infinity, lone surrogate escapes): keep such lines, as the host did.
-        return json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant)
+        # orjson (and msgspec, for a typed loader) refuse every lone surrogate, so
+        # this slow path is the only way one can enter: repairing here costs the
+        # hot path nothing.  The text was decoded from bytes, so a surrogate in
+        # the object can only come from an escape, and only then is it walked.
+        if _SURROGATE_ESCAPE.search(text) is not None:
+            obj = _replace_surrogates(obj)
+        return obj
     except (ValueError, RecursionError):
         return _MALFORMED
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates(obj: Any) -> Any:
+    """``obj`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if type(obj) is str:
+        return _SURROGATE.sub("\ufffd", obj)
+    if type(obj) is list:
+        return [_replace_surrogates(item) for item in obj]
+    if type(obj) is dict:
+        return {_SURROGATE.sub("\ufffd", key): _replace_surrogates(value) for key, value in obj.items()}
+    return obj
 
 
 def parse_line(line: bytes) -> Any:

@@ -10,7 +10,6 @@ value may be a secret).
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import stat
@@ -22,6 +21,7 @@ import attrs
 import orjson
 
 from .errors import AgentrtError
+from .net import is_loopback_host
 
 if TYPE_CHECKING:
     from ._process import ProcessSpec
@@ -80,7 +80,6 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 # and excludes U+FEFF), and the candidate boundaries must match the original.
 _JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _URL_RE = re.compile(rf"https?://[^{_JS_SPACE}\"'<>]+", re.IGNORECASE)
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # Characters String.prototype.trim() removes (the same set, range expanded).
 _JS_TRIM = (
     "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -103,7 +102,8 @@ def contains_remote_url(text: str) -> bool:
 
     Every ``https?://...`` candidate is checked; one that does not parse counts
     as remote.  Only ``localhost``, ``127.0.0.1`` and ``[::1]`` are local, as in
-    the original host (so ``127.0.0.2`` and ``localhost.evil`` are remote).
+    the original host (so ``127.0.0.2`` and ``localhost.evil`` are remote): the
+    strict mode of :func:`agentrt.net.is_loopback_host`.
     """
     return any(_is_remote(match) for match in _URL_RE.findall(text))
 
@@ -119,12 +119,7 @@ def _is_remote(candidate: str) -> bool:
         return True
     if not host:
         return True
-    if ":" in host:
-        try:
-            return ipaddress.IPv6Address(host) != ipaddress.IPv6Address("::1")
-        except ValueError:
-            return True
-    return host not in _LOCAL_HOSTS
+    return not is_loopback_host(host, strict=True)
 
 
 def _trim(value: str | None) -> str:
@@ -364,6 +359,10 @@ class LaunchSpec:
             work_dir = os.fspath(cwd)
             if not isinstance(work_dir, str) or not work_dir or "\x00" in work_dir:
                 raise AgentrtError("invalid_working_directory", "the working directory must be a non-empty path")
-        argv = self.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
+        launch = self
+        if getattr(dialect, "session_in_band", False):
+            # The protocol carries the model and the session to resume, not argv.
+            launch, resume = attrs.evolve(self, model=None), None
+        argv = launch.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
         env = self.child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)

@@ -8,13 +8,19 @@ points are only read when a :class:`Plugins` is created with ``autoload=True``.
 ``AGENTRT_PLUGIN_MODULES`` (comma-separated importable module names) registers
 extra plugin modules by import path, as ``pytest -p`` does: tests use it to give
 a child process a plugin without installing a distribution.
+
+Every registration is checked: a ``@hookimpl`` that matches no hook is refused
+when its plugin is registered (``unknown_hook``), and a name two plugins both
+register is refused when the names are collected (``duplicate_registration``);
+both errors name the plugins, since the user's fix is to remove or disable one.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 import pluggy
@@ -23,13 +29,17 @@ from . import hookspecs
 from .errors import AgentrtError
 
 if TYPE_CHECKING:
+    import click
+
+    from .bots import BotStore
     from .dialect import Dialect
     from .permissions import PermissionPolicy
     from .provider import ProviderFactory
-    from .sinks import SinkFactory
+    from .sinks import SinkFactory, SinkRole
+    from .threads import ThreadStore
     from .tools import ToolFactory
 
-__all__ = ["Plugins", "PluginInfo", "get_plugins", "ENTRY_POINT_GROUP"]
+__all__ = ["Plugins", "PluginInfo", "Registration", "get_plugins", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "agentrt"
 F = TypeVar("F")
@@ -47,6 +57,16 @@ class PluginInfo:
     tools: tuple[str, ...]
     sinks: tuple[str, ...]
     hooks: tuple[str, ...]
+
+
+@attrs.frozen
+class Registration(Generic[F]):
+    """One named factory a plugin registered, and which plugin did."""
+
+    name: str
+    factory: F
+    plugin: str
+    role: str = "other"
 
 
 def _split(value: str | None) -> set[str] | None:
@@ -83,7 +103,7 @@ class Plugins:
                 raise AgentrtError(
                     "plugin_load_failed", f"plugin {ep.name!r} failed to load: {type(exc).__name__}: {exc}"
                 ) from exc
-            self.pm.register(module, name=ep.name)
+            self.register(module, name=ep.name)
             dist = ep.dist
             self._dists[ep.name] = (dist.name if dist else None, dist.version if dist else None)
         for module_name in sorted(_split(env.get("AGENTRT_PLUGIN_MODULES")) or ()):
@@ -98,27 +118,71 @@ class Plugins:
                     "plugin_load_failed",
                     f"plugin module {module_name!r} failed to import: {type(exc).__name__}",
                 ) from exc
-            self.pm.register(module, name=module_name)
+            self.register(module, name=module_name)
 
     def register(self, plugin: object, name: str | None = None) -> None:
-        """Register a plugin object (a module or any object with hookimpls)."""
-        self.pm.register(plugin, name=name)
+        """Register a plugin object (a module or any object with hookimpls).
+
+        Raises ``unknown_hook`` (and leaves the plugin out) when one of its
+        ``@hookimpl`` functions matches no hook, a misspelling that would
+        otherwise be ignored silently.
+        """
+        registered = self.pm.register(plugin, name=name)
+        unknown = self._unknown_hooks()
+        if unknown:
+            self.pm.unregister(plugin)
+            shown = registered or name or repr(plugin)
+            raise AgentrtError("unknown_hook", f"plugin {shown!r} implements {_describe_unknown(unknown)}")
+
+    def _unknown_hooks(self) -> list[str]:
+        # What pluggy's check_pending() checks, but collected so the error can
+        # name the plugin and suggest the hook that was meant.
+        found: list[str] = []
+        for hook_name, caller in vars(self.pm.hook).items():
+            if hook_name.startswith("_") or caller.has_spec():
+                continue
+            if any(not impl.optionalhook for impl in caller.get_hookimpls()):
+                found.append(hook_name)
+        return sorted(found)
 
     # -- typed hook calls ---------------------------------------------
-    def _collect(self, hook: Any) -> dict[str, F]:
-        found: dict[str, F] = {}
+    def _registrations(self, hook: Any, kind: str, *, roles: bool = False) -> dict[str, Registration[Any]]:
+        """Call each plugin's implementation of a ``register`` hook; refuse a name registered twice."""
+        from .sinks import SINK_ROLES
 
-        def register(name: str, factory: F) -> None:
-            if not isinstance(name, str) or not name:
-                raise AgentrtError("invalid_plugin_registration", f"bad name {name!r}")
-            found[name] = factory
+        found: dict[str, Registration[Any]] = {}
+        # In pluggy's call order (last registered first), one implementation at
+        # a time, so that each registration is known to come from its plugin.
+        for impl in reversed(hook.get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                continue  # a wrapper registers nothing itself
 
-        hook(register=register)
+            def register(name: str, factory: Any, *, role: str = "other", _plugin: str = impl.plugin_name) -> None:
+                if not isinstance(name, str) or not name:
+                    raise AgentrtError("invalid_plugin_registration", f"plugin {_plugin!r}: bad {kind} name {name!r}")
+                if roles and role not in SINK_ROLES:
+                    raise AgentrtError(
+                        "invalid_plugin_registration",
+                        f"plugin {_plugin!r}: sink {name!r} has role {role!r} (one of {', '.join(SINK_ROLES)})",
+                    )
+                if name in found:
+                    first = found[name].plugin
+                    raise AgentrtError(
+                        "duplicate_registration",
+                        f"{kind} {name!r} is registered by both plugin {first!r} and plugin {_plugin!r}; "
+                        "disable one with AGENTRT_DISABLE_PLUGINS",
+                    )
+                found[name] = Registration(name, factory, _plugin, role)
+
+            impl.function(**{arg: register for arg in impl.argnames})
         return found
+
+    def _collect(self, hook: Any, kind: str) -> dict[str, Any]:
+        return {name: reg.factory for name, reg in self._registrations(hook, kind).items()}
 
     def dialects(self) -> dict[str, Callable[[], Dialect]]:
         """Registered dialect factories by name."""
-        return self._collect(self.pm.hook.agentrt_register_dialects)
+        return self._collect(self.pm.hook.agentrt_register_dialects, "dialect")
 
     def dialect(self, name: str) -> Dialect:
         """The dialect called ``name``, or ``invalid_cli_protocol``."""
@@ -130,27 +194,48 @@ class Plugins:
 
     def providers(self) -> dict[str, ProviderFactory]:
         """Registered provider factories by name."""
-        return self._collect(self.pm.hook.agentrt_register_providers)
+        return self._collect(self.pm.hook.agentrt_register_providers, "provider")
 
     def tools(self) -> dict[str, ToolFactory]:
         """Registered tool factories by name."""
-        return self._collect(self.pm.hook.agentrt_register_tools)
+        return self._collect(self.pm.hook.agentrt_register_tools, "tool")
 
     def sinks(self) -> dict[str, SinkFactory]:
         """Registered sink factories by name."""
-        return self._collect(self.pm.hook.agentrt_register_sinks)
+        return {name: reg.factory for name, reg in self.sink_registrations().items()}
 
-    def add_commands(self, cli: Any) -> None:
+    def sink_registrations(self) -> dict[str, Registration[SinkFactory]]:
+        """Registered sinks by name, with their plugin and role."""
+        return self._registrations(self.pm.hook.agentrt_register_sinks, "sink", roles=True)
+
+    def sink_for(self, role: SinkRole) -> SinkFactory | None:
+        """The factory of the sink holding ``role`` (``terminal``, ``recorder``), or ``None``.
+
+        Raises ``ambiguous_sink_role`` when several loaded sinks hold it: the
+        commands cannot guess which one the user wants.
+        """
+        holders = [reg for reg in self.sink_registrations().values() if reg.role == role]
+        if len(holders) > 1:
+            named = " and ".join(f"{reg.name!r} (plugin {reg.plugin!r})" for reg in holders)
+            raise AgentrtError(
+                "ambiguous_sink_role",
+                f"sinks {named} both have the role {role!r}; disable one with AGENTRT_DISABLE_PLUGINS",
+            )
+        return holders[0].factory if holders else None
+
+    def add_commands(self, cli: click.Group) -> None:
         """Let plugins add CLI subcommands."""
         self.pm.hook.agentrt_register_commands(cli=cli)
 
-    def thread_store(self, env: Mapping[str, str]) -> Any:
+    def thread_store(self, env: Mapping[str, str]) -> ThreadStore | None:
         """The plugin-provided thread store, or ``None`` when no plugin offers one."""
-        return self.pm.hook.agentrt_thread_store(env=env)
+        store: ThreadStore | None = self.pm.hook.agentrt_thread_store(env=env)
+        return store
 
-    def bot_store(self, env: Mapping[str, str]) -> Any:
+    def bot_store(self, env: Mapping[str, str]) -> BotStore | None:
         """The plugin-provided bot store, or ``None`` when no plugin offers one."""
-        return self.pm.hook.agentrt_bot_store(env=env)
+        store: BotStore | None = self.pm.hook.agentrt_bot_store(env=env)
+        return store
 
     def permission_policy(self) -> PermissionPolicy:
         """The first plugin-provided permission policy, else :func:`~agentrt.permissions.deny_all`."""
@@ -170,7 +255,7 @@ class Plugins:
 
             def names(hook: Any) -> tuple[str, ...]:
                 got: list[str] = []
-                hook(register=lambda n, f: got.append(n))
+                hook(register=lambda n, f, **_role: got.append(n))
                 return tuple(sorted(got))
 
             hooks = tuple(sorted(impl.__name__ for impl in _hookimpl_names(single, name)))
@@ -188,6 +273,17 @@ class Plugins:
                 )
             )
         return out
+
+
+def _describe_unknown(hooks: list[str]) -> str:
+    from . import hookspecs as specs
+
+    known = [n for n in vars(specs) if n.startswith(f"{hookspecs.PROJECT_NAME}_")]
+    parts = []
+    for name in hooks:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}, which is not a hook" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return "; ".join(parts)
 
 
 class _Named:

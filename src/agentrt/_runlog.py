@@ -80,10 +80,10 @@ def log_options(
 
 
 def open_log_sink(plugins: Any, options: Mapping[str, Any]) -> Any:
-    """The ``sqlite`` sink for ``options``, or ``None`` without the database plugin.
+    """The recorder sink (role ``recorder``) for ``options``, or ``None`` without a database plugin.
 
     A bad ``AGENTRT_DATABASE_URL`` raises its ``AgentrtError`` here, before
     anything is spawned, rather than failing mid-conversation.
     """
-    factory = plugins.sinks().get("sqlite")
+    factory = plugins.sink_for("recorder")
     return None if factory is None else factory(dict(options))

@@ -24,7 +24,7 @@ from typing import Any, Union
 
 import attrs
 
-from .events import Event, TextDelta
+from .events import ControlRequest, Event, TextDelta
 
 __all__ = [
     "TextBlock",
@@ -161,6 +161,35 @@ class HostCodec(abc.ABC):
         objects become :class:`~agentrt.events.RawEvent` or a diagnostic.
         """
 
+    def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
+        """Called once before the process this codec serves is spawned.
+
+        Only a dialect that opens its session in band
+        (:attr:`Dialect.session_in_band`) needs it: the session to resume, the
+        model and the working directory then travel in the protocol, not in argv.
+        """
+        return None
+
+    def drain_output(self) -> bytes | None:
+        """Lines the codec owes the agent after decoding (``None``: nothing).
+
+        For request/response protocols: a response that arrives may call for the
+        next request (a handshake before the first turn's prompt).  The host
+        calls this after each decoded chunk and writes what it returns.
+        """
+        return None
+
+    async def answer_control(self, request: ControlRequest) -> bytes | None:
+        """The line answering ``request`` when the dialect answers it itself, else ``None``.
+
+        For agent requests that need the host's resources, not its policy (an ACP
+        agent reading a file through its client).  May do bounded I/O; the host
+        bounds the wait.  ``None``: the conversation answers (permission policy
+        for ``can_use_tool``, an error otherwise) through
+        :meth:`encode_control_response`.
+        """
+        return None
+
     def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
         """Events for several parsed objects, in order (one received chunk's worth).
 
@@ -199,6 +228,9 @@ class Dialect(abc.ABC):
 
     name: str = ""
     compat_args: tuple[str, ...] = ()
+    session_in_band: bool = False
+    """True when the protocol opens, resumes and configures its session itself
+    (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead."""
 
     @abc.abstractmethod
     def host_codec(self) -> HostCodec:

@@ -14,20 +14,29 @@ Implement hooks with :data:`agentrt.hookimpl`::
 
 Factories are called lazily, so a plugin's ``__init__`` stays thin and imports
 its heavy modules inside the factory.
+
+A name is registered once: a second plugin registering the same dialect,
+provider, tool or sink name is refused (``duplicate_registration``, naming
+both plugins), and a ``@hookimpl`` whose name is not one of the hooks below
+(a misspelling) is refused when its plugin is registered (``unknown_hook``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
+    import click
+
+    from .bots import BotStore
     from .dialect import Dialect
     from .permissions import PermissionPolicy
     from .provider import ProviderFactory
-    from .sinks import SinkFactory
+    from .sinks import SinkRegister
+    from .threads import ThreadStore
     from .tools import ToolFactory
 
 __all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
@@ -56,12 +65,16 @@ def agentrt_register_tools(register: Callable[[str, ToolFactory], None]) -> None
 
 
 @hookspec
-def agentrt_register_sinks(register: Callable[[str, SinkFactory], None]) -> None:
-    """Register sinks: ``register(name, factory)``; ``factory(options)`` returns a sink."""
+def agentrt_register_sinks(register: SinkRegister) -> None:
+    """Register sinks: ``register(name, factory, role=...)``; ``factory(options)`` returns a sink.
+
+    ``role`` (``"terminal"``, ``"recorder"`` or the default ``"other"``) is how
+    the commands choose a sink without knowing its name; see :mod:`agentrt.sinks`.
+    """
 
 
 @hookspec
-def agentrt_register_commands(cli: Any) -> None:
+def agentrt_register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``agentrt`` click group ``cli`` (keep imports inside the commands)."""
 
 
@@ -74,7 +87,7 @@ def agentrt_permission_policy() -> PermissionPolicy | None:
 
 
 @hookspec(firstresult=True)
-def agentrt_thread_store(env: Any) -> Any:
+def agentrt_thread_store(env: Mapping[str, str]) -> ThreadStore | None:
     """Return the thread store (named threads with their native session ids), or ``None``.
 
     ``agentrt run --thread`` and ``agentrt chat --thread`` use it to resume a
@@ -84,7 +97,7 @@ def agentrt_thread_store(env: Any) -> Any:
 
 
 @hookspec(firstresult=True)
-def agentrt_bot_store(env: Any) -> Any:
+def agentrt_bot_store(env: Mapping[str, str]) -> BotStore | None:
     """Return the bot store (:class:`agentrt.bots.BotStore`), or ``None``.
 
     The FastAgent supervisor persists bot state through it; the database plugin provides it.

@@ -1,16 +1,67 @@
-"""Low-level building blocks for plugins that spawn their own children.
+"""The low-level layer: the parts a host loop is built from.
 
-Most code should use :func:`agentrt.open_conversation` (or, inside agentrt,
-``agentrt._process.open_process``), which adds the bounded stop, stderr
-buffering and exit watching.  A plugin that runs commands itself (for example
-the managed-task worker) uses :func:`open_owned_process` so its children get
-the same guarantees as agentrt's own: no shell, own process group, exactly the
-given environment, and on Linux death with their owner (``PR_SET_PDEATHSIG``),
-even when the owner is SIGKILLed.
+This module is for plugin and embedding authors who build their own host
+loop instead of using :func:`agentrt.open_conversation`: a supervisor of
+long-running bots, a model server the runtime starts, a bench that drives the
+framing directly.  Most programs never need it; they use :mod:`agentrt`.
+
+Every name here is public and stable (the private modules it re-exports from
+are not: import from here).  The pieces:
+
+* processes: :func:`open_process` spawns one child (no shell, its own process
+  group, exactly the given environment) and always stops and reaps it;
+  :class:`ProcessSpec` describes it, :class:`AgentProcess` is the running
+  child, :class:`ExitStatus` how it ended; :data:`READ_SIZE` the stdout read size;
+* framing: :class:`JsonlReader` splits stdout bytes into parsed JSON lines,
+  with :class:`Malformed` markers for lines that are not JSON and
+  :class:`OutputOversize` (``runtime_output_oversize``) past
+  :data:`MAX_LINE_BYTES`; :func:`parse_line` and :func:`encode_line` are the
+  one-line forms;
+* owned commands: :func:`open_owned_process` spawns a command for a plugin that
+  runs children itself (the managed-task worker): no shell, its own process
+  group, exactly the given environment, and on Linux death with its owner
+  (``PR_SET_PDEATHSIG``, :data:`DEATH_SIGNAL_SUPPORTED`), even when the owner is
+  SIGKILLed; :class:`OwnedProcess` is what it returns;
+* trio helpers: :func:`collapse_single_group` unwraps a lone exception out of a
+  nursery's exception group.
+
+The plugin registry (:class:`agentrt.Plugins`, :func:`agentrt.get_plugins`)
+and the launch description (:class:`agentrt.LaunchSpec`) live in the top-level
+API, because ordinary embedders use them too.
 """
 
 from __future__ import annotations
 
-from ._spawn import DEATH_SIGNAL_SUPPORTED, OwnedProcess, open_owned_process
+from ._exceptions import collapse_single_group as collapse_single_group
+from ._framing import MAX_LINE_BYTES as MAX_LINE_BYTES
+from ._framing import JsonlReader as JsonlReader
+from ._framing import Malformed as Malformed
+from ._framing import OutputOversize as OutputOversize
+from ._framing import encode_line as encode_line
+from ._framing import parse_line as parse_line
+from ._process import READ_SIZE as READ_SIZE
+from ._process import AgentProcess as AgentProcess
+from ._process import ExitStatus as ExitStatus
+from ._process import ProcessSpec as ProcessSpec
+from ._process import open_process as open_process
+from ._spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
+from ._spawn import OwnedProcess as OwnedProcess
+from ._spawn import open_owned_process as open_owned_process
 
-__all__ = ["DEATH_SIGNAL_SUPPORTED", "OwnedProcess", "open_owned_process"]
+__all__ = [
+    "AgentProcess",
+    "DEATH_SIGNAL_SUPPORTED",
+    "OwnedProcess",
+    "open_owned_process",
+    "ExitStatus",
+    "JsonlReader",
+    "MAX_LINE_BYTES",
+    "Malformed",
+    "OutputOversize",
+    "ProcessSpec",
+    "READ_SIZE",
+    "collapse_single_group",
+    "encode_line",
+    "open_process",
+    "parse_line",
+]

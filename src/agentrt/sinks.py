@@ -9,8 +9,25 @@ sink never slows the agent's stdout pump beyond its buffer policy:
 * ``"coalesce"``: when full, the conversation merges pending batches into one
   (text deltas concatenated) instead of waiting.  UIs use this.
 
-A sink that raises is reported (a ``diagnostic`` event ``sink_failed`` and a
-line on stderr) and detached; the conversation goes on.
+A sink that writes to stdout or another pipe can use :class:`FdWriter`: it
+writes from the trio thread without blocking it and without a worker-thread
+round trip per batch.
+
+A sink that raises on a batch is reported (a ``diagnostic`` event
+``sink_failed`` and a line on stderr) and still receives later batches; after
+three failures in a row it is detached (``sink_detached``).  The conversation
+goes on either way.
+
+A sink is registered with a *role*, which is how the commands pick one without
+knowing plugin names:
+
+* ``"terminal"``: renders the reply on a terminal (``agentrt run`` uses it
+  when stdout is a tty); options ``file``, ``terminal``, ``width``;
+* ``"recorder"``: persists every event (``--thread`` runs, chat, bots, the web
+  UI use it); options ``env``, ``thread``, ``dialect``, ``executable``, ``model``;
+* ``"other"`` (the default): only attached when asked for by name.
+
+At most one loaded sink may hold the ``terminal`` or ``recorder`` role.
 """
 
 from __future__ import annotations
@@ -18,23 +35,34 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
-__all__ = ["Sink", "SinkFactory", "BufferPolicy"]
+__all__ = ["Sink", "SinkFactory", "SinkRegister", "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter", "OUTPUT_CLOSED"]
 
 BufferPolicy = Literal["block", "coalesce"]
+SinkRole = Literal["terminal", "recorder", "other"]
+SINK_ROLES: tuple[SinkRole, ...] = ("terminal", "recorder", "other")
+"""Every sink role (see the module docstring)."""
 
 
 @runtime_checkable
 class Sink(Protocol):
     """What the runtime needs of a sink."""
 
-    #: Human name, shown in diagnostics.
-    name: str
-    #: How a full buffer is handled (see module docstring).
-    policy: BufferPolicy
-    #: Batches that may wait in the buffer.
-    buffer_size: int
+    # Read-only properties (the runtime never assigns them), so that a sink
+    # may declare a narrower type, e.g. ``policy: Literal["block"]``.
+    @property
+    def name(self) -> str:
+        """Human name, shown in diagnostics."""
+
+    @property
+    def policy(self) -> BufferPolicy:
+        """How a full buffer is handled (see module docstring)."""
+
+    @property
+    def buffer_size(self) -> int:
+        """Batches that may wait in the buffer."""
 
     async def handle(self, batch: EventBatch) -> None:
         """Consume one batch.  May await (that is the backpressure)."""
@@ -45,3 +73,10 @@ class Sink(Protocol):
 
 SinkFactory = Callable[[Mapping[str, Any]], Sink]
 """A registered sink factory: options in, sink out."""
+
+
+class SinkRegister(Protocol):
+    """The ``register`` callable :func:`~agentrt.hookspecs.agentrt_register_sinks` receives."""
+
+    def __call__(self, name: str, factory: SinkFactory, *, role: SinkRole = "other") -> None:
+        """Register ``factory`` as the sink called ``name``, in ``role`` (see the module docstring)."""

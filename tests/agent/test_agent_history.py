@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import signal
@@ -14,7 +15,15 @@ import pytest
 import trio
 
 from agentrt import AgentrtError
-from agentrt.agent import MAX_MESSAGES, SessionState, load_session, prepare_state_dir, save_session
+from agentrt.agent import (
+    MAX_MESSAGES,
+    SessionState,
+    _history,
+    append_session,
+    load_session,
+    prepare_state_dir,
+    save_session,
+)
 
 
 def code_of(fn, *args) -> str:  # type: ignore[no-untyped-def]
@@ -37,7 +46,8 @@ def test_round_trip_and_file_shape(tmp: Path) -> None:
         '{"role":"assistant","content":"yo"}]}'
     ).encode()
     assert load_session(state, "s-1").messages == messages
-    assert [p.name for p in Path(state).iterdir()] == ["s-1.json"]  # no temp left behind
+    # No temp left behind; the session's lock file stays (removing it would race with a waiter).
+    assert sorted(p.name for p in Path(state).iterdir()) == [".s-1.lock", "s-1.json"]
 
 
 def test_missing_file_is_empty_history(tmp: Path) -> None:
@@ -207,3 +217,39 @@ async def test_sigkill_during_writes_never_tears_the_file(tmp: Path) -> None:
         if "kill.json" in names:
             _check_generation(state / "kill.json")
     assert (state / "kill.json").exists()
+
+
+def test_append_keeps_a_turn_another_process_saved_meanwhile(tmp: Path) -> None:
+    state = prepare_state_dir(str(tmp / "s"))
+    first = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "A"}]
+    save_session(state, SessionState(session_id="s", messages=first))
+    # Two resumes of "s" loaded the same history; both then finish a turn.
+    assert load_session(state, "s").messages == first
+    mine = [{"role": "user", "content": "b"}, {"role": "assistant", "content": "B"}]
+    theirs = [{"role": "user", "content": "c"}, {"role": "assistant", "content": "C"}]
+    append_session(state, "s", theirs)
+    stored = append_session(state, "s", mine)
+    assert stored.messages == first + theirs + mine
+    assert load_session(state, "s").messages == first + theirs + mine
+
+
+def test_a_held_session_lock_is_session_busy_after_the_bound(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = prepare_state_dir(str(tmp / "s"))
+    save_session(state, SessionState(session_id="s", messages=[{"role": "user", "content": "x"}]))
+    monkeypatch.setattr(_history, "LOCK_TIMEOUT", 0.0)
+    # Another holder (flock locks belong to an open file, so one of our own does).
+    fd = os.open(Path(state) / ".s.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert code_of(append_session, state, "s", [{"role": "user", "content": "y"}]) == "session_busy"
+        assert code_of(load_session, state, "s") == "session_busy"
+    finally:
+        os.close(fd)
+    assert append_session(state, "s", [{"role": "user", "content": "y"}]).messages[-1]["content"] == "y"
+
+
+def test_a_symlinked_session_lock_is_refused(tmp: Path) -> None:
+    state = prepare_state_dir(str(tmp / "s"))
+    (Path(state) / ".s.lock").symlink_to(tmp / "elsewhere")
+    assert code_of(load_session, state, "s") == "unsafe_session_state_target"
+    assert not (tmp / "elsewhere").exists()

@@ -217,27 +217,65 @@ async def test_cancelling_the_callers_scope_stops_the_child(tmp_path: Path) -> N
     assert not Path(f"/proc/{pid}").exists()
 
 
-async def test_failing_sink_is_detached_and_the_conversation_goes_on(tmp_path: Path) -> None:
+async def test_sink_failing_every_batch_is_detached_after_three_and_the_conversation_goes_on(tmp_path: Path) -> None:
     class Broken:
         name = "broken"
         policy = "block"
         buffer_size = 1
 
+        def __init__(self) -> None:
+            self.calls = 0
+
         async def handle(self, batch: Any) -> None:
+            self.calls += 1
             raise RuntimeError("disk on fire")
 
         async def aclose(self) -> None:
             pass
 
     rec = Recorder()
+    broken = Broken()
     async with open_conversation(
-        launch(tmp_path), plugins=PLUGINS, sinks=[Broken(), rec], parent_env=ENV
+        launch(tmp_path), plugins=PLUGINS, sinks=[broken, rec], parent_env=ENV
     ) as conv:
         first = await conv.ask("one")
         second = await conv.ask("two")
     assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
-    failed = [ev for ev in rec.events if isinstance(ev, Diagnostic) and ev.code == "sink_failed"]
-    assert len(failed) == 1 and "broken" in failed[0].detail
+    codes = [ev.code for ev in rec.events if isinstance(ev, Diagnostic) and "broken" in ev.detail]
+    assert codes == ["sink_failed", "sink_failed", "sink_detached"]
+    assert broken.calls == 3  # nothing more once detached
+    assert conv.sink_failures == {"broken": 3}
+
+
+async def test_sink_failing_on_one_batch_keeps_receiving_later_events(tmp_path: Path) -> None:
+    class Flaky(Recorder):
+        name = "flaky"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.failed_once = False
+
+        async def handle(self, batch: Any) -> None:
+            if not self.failed_once and any(isinstance(ev, TurnStarted) for ev in batch.events):
+                self.failed_once = True
+                raise UnicodeEncodeError("utf-8", "\ud83d", 0, 1, "surrogates not allowed")
+            await super().handle(batch)
+
+    rec = Recorder()
+    flaky = Flaky()
+    async with open_conversation(launch(tmp_path), plugins=PLUGINS, sinks=[flaky, rec], parent_env=ENV) as conv:
+        first = await conv.ask("one")
+        second = await conv.ask("two")
+    assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
+    # The failure is visible (to every sink, the failing one included) and recording went on.
+    for sink in (rec, flaky):
+        failed = [ev for ev in sink.events if isinstance(ev, Diagnostic) and ev.code.startswith("sink_")]
+        assert [ev.code for ev in failed] == ["sink_failed"] and "flaky" in failed[0].detail
+    assert sum(isinstance(ev, TurnCompleted) for ev in flaky.events) == 2
+    assert [type(ev) for ev in flaky.events if not isinstance(ev, Diagnostic)] == [
+        type(ev) for ev in rec.events if not isinstance(ev, Diagnostic)
+    ][1:]  # everything but the one lost batch (its TurnStarted)
+    assert conv.sink_failures == {"flaky": 1}
 
 
 async def test_cancel_turn_keeps_the_conversation_usable_and_resumes(tmp_path: Path) -> None:

@@ -81,10 +81,11 @@ def test_malformed_count_and_head() -> None:
 
 
 def test_javascript_accepts_what_orjson_refuses() -> None:
-    # JSON.parse gives Infinity for 1e400 and keeps lone surrogate escapes.
+    # JSON.parse gives Infinity for 1e400 and keeps lone surrogate escapes
+    # (which the framing then repairs: see the test below).
     out = read_all([b'{"n":1e400}\n"\\ud800"\n'])
     assert out[0] == {"n": float("inf")}
-    assert out[1] == "\ud800"
+    assert out[1] == "\ufffd"
     # NaN is not JSON for JSON.parse either.
     assert isinstance(read_all([b"NaN\n"])[0], Malformed)
 
@@ -287,3 +288,44 @@ def test_lazy_raw_is_parsed_once_on_first_read() -> None:
     assert from_json(to_json(ev, raw=True)).raw == first
     assert repr(ev) == "TextDelta(text='x', index=0)"
     assert TextDelta(text="x", raw=b"not json").raw is None  # a line that was not JSON after all
+
+
+_LONE = [
+    (rb'"\ud83d"', "\ufffd"),  # JavaScript's slice() cut an emoji in half
+    (rb'"ab\ude00"', "ab\ufffd"),  # the other half
+    (rb'"\uD83D\uD83D"', "\ufffd\ufffd"),  # upper-case, two highs
+    (rb'"\ud83d\u0041"', "\ufffdA"),
+    (rb'"\ud83d\ude00 ok"', "\U0001f600 ok"),  # a real pair is untouched
+    (rb'"\\ud83d"', "\\ud83d"),  # an escaped backslash: no escape at all
+]
+
+
+@pytest.mark.parametrize(("escaped", "text"), _LONE)
+def test_lone_surrogate_escapes_become_replacement_characters(escaped: bytes, text: str) -> None:
+    line = b'{"type":"x","k\\udc00":[' + escaped + b',{"deep":' + escaped + b"}]}"
+    want = {"type": "x", "k\ufffd": [text, {"deep": text}]}
+    for loads in (None, _typed_loader()):
+        reader = JsonlReader(loads)
+        assert reader.feed(line + b"\n") == [want]
+        assert reader.feed(b"{}\n" + line + b"\n") == [{}, want]  # the batch path too
+    assert parse_line(line) == want
+    # Every string can be encoded now, which is what every sink does.
+    orjson.dumps(want)
+    assert json.dumps(want, ensure_ascii=False).encode("utf-8")
+
+
+def _typed_loader() -> Any:
+    import msgspec
+
+    from agentrt_awp_jsonl._typed import BlockDelta, typed_loader
+
+    return typed_loader(b'{"type":', msgspec.json.Decoder(BlockDelta).decode)
+
+
+def test_lone_surrogate_in_a_typed_delta_line_is_repaired_on_both_paths() -> None:
+    from agentrt_awp_jsonl._typed import load_line
+
+    line = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \\ud83d"}}'
+    want = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi \ufffd"}}
+    assert JsonlReader(load_line).feed(line + b"\n") == [want]
+    assert JsonlReader().feed(line + b"\n") == [want]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agentrt._plugins import Plugins
 from agentrt.dialect import make_text_delta
-from agentrt.events import TextDelta
+from agentrt.events import TextDelta, to_json
 from agentrt.testing import normalize_events
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -196,15 +196,24 @@ def _cli_delta_line(draw: st.DrawFn, wrapped: bool) -> bytes:
     event = {
         "type": "content_block_delta",
         "index": draw(st.integers(0, 2)),
-        "delta": {"type": kind, key: draw(st.text(max_size=6))},
+        "delta": {"type": kind, key: draw(st.text(max_size=6) | _text_with_surrogates)},
     }
+    # A lone surrogate can only be written escaped (JSON.stringify's way); both parses must repair it.
+    ascii_only = draw(st.booleans())
     if not wrapped:  # awp-jsonl: the raw API event itself
-        return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        return json.dumps(event, ensure_ascii=ascii_only, separators=(",", ":")).encode("utf-8", "surrogatepass")
     obj: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": None}
     obj["uuid"] = draw(st.text(max_size=4))
     if draw(st.booleans()):
         obj["api_message_id"] = draw(st.sampled_from(["msg_a", "msg_b", None, ""]))
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+# Text with halves of surrogate pairs among ordinary characters (an emoji cut by slice()).
+_text_with_surrogates = st.text(
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.sampled_from(["a", "\U0001f600", "\\"]),
+    max_size=4,
+)
 
 
 # The blocks the deltas stream, so that later complete lines are checked against them.
@@ -247,6 +256,10 @@ def test_line_loader_gives_the_events_of_the_generic_parse(dialect: str, data: s
     assert typed_bad == generic_bad
     assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
     assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
+    # Whatever the agent wrote, every event (and its raw object) can be encoded, as every sink does.
+    for ev in typed:
+        orjson.dumps(to_json(ev))
+        orjson.dumps(ev.raw)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
-from agentrt_managed_task._store import ThreadedStore
+from agentrt_managed_task._store import Store
 from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist
 
 API_KEY = "mt-test-key-0123456789abcdef"
@@ -29,7 +29,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def _start_redis(port: int | None = None, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("redis-server")
     if exe is None:
         # CI installs it (.ci/run) and must run these tests; elsewhere say what is missing.
@@ -37,9 +37,9 @@ def _start_redis() -> tuple[subprocess.Popen[bytes], str]:
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
-    port = _free_port()
+    port = port or _free_port()
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={"PATH": "/usr/bin:/bin"},
@@ -91,19 +91,51 @@ def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             proc.stdout.close()
 
 
+@pytest.fixture
+def password_redis() -> Iterator[tuple[str, str]]:
+    """A redis-server of this test alone that requires a password; ``(url without it, password)``."""
+    password = "pw-" + os.urandom(8).hex()
+    proc, url = _start_redis(None, "--requirepass", password)
+    try:
+        yield url, password
+    finally:
+        _stop_redis(proc)
+
+
+@pytest.fixture
+def restart_redis() -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    """``restart_redis(url)``: a new, empty redis-server on the port of ``url`` (stopped at teardown)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def restart(url: str) -> subprocess.Popen[bytes]:
+        proc, _ = _start_redis(int(url.rsplit(":", 1)[1].split("/", 1)[0]))
+        started.append(proc)
+        return proc
+
+    yield restart
+    for proc in started:
+        _stop_redis(proc)
+
+
 @pytest.fixture(params=["sqlite", "redis"])
 def backend(request: pytest.FixtureRequest) -> str:
-    """Both storage backends."""
+    """Both storage backends.
+
+    The redis-server is started here, in a sync fixture, so a missing one skips with its reason:
+    a skip raised inside an async fixture reaches pytest through pytest-trio without its message.
+    """
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")
     return str(request.param)
 
 
 @pytest.fixture
-def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
+async def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Any:
     """``await make_store(kind)``: a fresh store (a new SQLite file, or a new Redis key prefix)."""
-    opened: list[ThreadedStore] = []
+    opened: list[Store] = []
     counter = iter(range(1000))
 
-    async def make(kind: str) -> ThreadedStore:
+    async def make(kind: str) -> Store:
         if kind == "sqlite":
             store = await open_store(database=str(tmp_path / f"cp-{next(counter)}.db"))
         else:
@@ -114,11 +146,11 @@ def make_store(tmp_path: Any, request: pytest.FixtureRequest) -> Callable[..., A
 
     yield make
     for store in opened:
-        store.core.close()
+        await store.aclose()
 
 
 @pytest.fixture
-async def store(backend: str, make_store: Callable[..., Any]) -> ThreadedStore:
+async def store(backend: str, make_store: Callable[..., Any]) -> Store:
     """A fresh store of the parametrised backend."""
     return await make_store(backend)
 
@@ -127,7 +159,7 @@ async def store(backend: str, make_store: Callable[..., Any]) -> ThreadedStore:
 def control_plane(nursery: trio.Nursery) -> Callable[..., Any]:
     """``await control_plane(store, **settings)`` -> base URL of a real server on loopback."""
 
-    async def start(store: ThreadedStore, **overrides: Any) -> str:
+    async def start(store: Store, **overrides: Any) -> str:
         settings = ControlPlaneSettings(**{"api_key": API_KEY, "maintenance_interval": 0.2, **overrides})
         shutdown = trio.Event()
         url: str = await nursery.start(

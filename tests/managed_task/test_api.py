@@ -24,7 +24,7 @@ def test_commands_are_registered_and_the_plugin_stays_thin() -> None:
     assert "control-plane" in listing.stdout and "worker" in listing.stdout
     code = (
         "import sys, agentrt_managed_task; "
-        "heavy = {'httpx', 'starlette', 'hypercorn', 'redis', 'sqlite3', 'stamina'} & set(sys.modules); "
+        "heavy = {'httpx', 'starlette', 'hypercorn', 'redis', 'coredis', 'sqlite3', 'stamina'} & set(sys.modules); "
         "print(sorted(heavy))"
     )
     thin = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)

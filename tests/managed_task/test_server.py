@@ -80,6 +80,32 @@ async def test_submit_validation_is_422(store: Any, control_plane: Any, raw: byt
     assert await store.list_tasks(None, 10) == []
 
 
+_DEEP = b"[" * 100_000 + b"]" * 100_000
+_HOSTILE = [
+    b'{"task_type":"command","payload":{"deep":' + _DEEP + b"}}",  # a RecursionError in json.loads
+    b'{"task_type":"command","payload":{"deep":' + b'{"a":' * 2000 + b"1" + b"}" * 2000 + b"}}",
+    b'{"task_type":"command","payload":{"argv":["\\ud83d"]}}',  # half an emoji: no store can encode it
+    b'{"task_type":"command","payload":{"k\\udc00":1}}',
+    b'{"task_type":"command\\udfff","payload":{}}',
+    b'{"task_type":"command","payload":{},"idempotency_key":"k\\ud800"}',
+]
+
+
+@pytest.mark.parametrize("raw", _HOSTILE, ids=["deep-lists", "deep-objects", "surrogate", "surrogate-key",
+                                                "surrogate-type", "surrogate-idempotency-key"])
+async def test_deeply_nested_or_lone_surrogate_bodies_are_422_never_500(
+    store: Any, control_plane: Any, raw: bytes
+) -> None:
+    url = await control_plane(store)
+    async with client(url) as c:
+        for path in ("/v1/tasks", "/v1/agent/register", "/v1/agent/heartbeat"):
+            response = await c.post(path, content=raw, headers={"content-type": "application/json"})
+            assert response.status_code == 422, (path, response.text)
+        # The server goes on.
+        assert (await c.get("/v1/tasks")).status_code == 200
+    assert await store.list_tasks(None, 10) == []
+
+
 async def test_worker_api_lifecycle(store: Any, control_plane: Any) -> None:
     url = await control_plane(store, lease_seconds=30)
     async with client(url) as c:
@@ -212,7 +238,7 @@ async def test_storage_outage_is_a_clear_500_not_a_hang(private_redis: Any, cont
             await tool.call({"argv": ["echo"]}, ToolContext(session_id="s", turn_identity="t", tool_call_id="c"))
         assert info.value.code == "control_plane_http_500"
     finally:
-        store.core.close()
+        await store.aclose()
 
 
 async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, control_plane: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -77,24 +76,23 @@ async def test_no_double_claim_under_concurrency(store: Any) -> None:
         await store.register_agent(f"w{n}", "w")
     got: list[list[str]] = [[] for _ in range(6)]
 
-    def claimer(n: int) -> None:  # real OS threads racing on the core: the claim must be atomic
+    async def claimer(n: int) -> None:  # concurrent claims (Redis: over several connections): each atomic
         while True:
-            rows = store.core.claim(f"w{n}", 3, time.time(), LEASE, 3, 90)
+            rows = await store.claim(f"w{n}", 3, LEASE, 3, 90)
             if not rows:
                 return
             got[n].extend(r.id for r in rows)
 
-    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for n in range(6):
+                nursery.start_soon(claimer, n)
     claimed = [i for ids in got for i in ids]
     assert len(claimed) == total and len(set(claimed)) == total
 
 
 async def test_second_store_on_the_same_data_sees_claims(
-    store: Any, backend: str, make_store: Any, tmp_path: Any
+    store: Any, backend: str, make_store: Any, tmp_path: Any, request: pytest.FixtureRequest
 ) -> None:
     # Two control planes over one database (one SQLite file / one Redis prefix) never hand out a task twice.
     if backend == "sqlite":
@@ -106,8 +104,7 @@ async def test_second_store_on_the_same_data_sees_claims(
         from agentrt_managed_task._server import open_store
 
         prefix = f"shared:{time.time_ns()}:"
-        url = store.core._redis.connection_pool.connection_kwargs
-        redis_url = f"redis://{url['host']}:{url['port']}/0"
+        redis_url = request.getfixturevalue("redis_url")
         a, b = (
             await open_store(redis_url=redis_url, prefix=prefix),
             await open_store(redis_url=redis_url, prefix=prefix),
@@ -119,8 +116,8 @@ async def test_second_store_on_the_same_data_sees_claims(
         assert [r.id for r in await b.claim("w", 5, LEASE, 3, 90)] == [row.id]
         assert await a.claim("w", 5, LEASE, 3, 90) == []
     finally:
-        a.core.close()
-        b.core.close()
+        await a.aclose()
+        await b.aclose()
 
 
 async def test_lease_expiry_requeues_then_fails_after_the_retry_limit(store: Any) -> None:
@@ -195,26 +192,21 @@ async def test_failed_result_keeps_the_error(store: Any) -> None:
 async def test_redis_publishes_status_changes(make_store: Any, redis_url: str) -> None:
     import json
 
-    import redis
+    import coredis
 
     store = await make_store("redis")
     row, _ = await store.submit("command", {}, None)
-    client = redis.Redis.from_url(redis_url)
-    pubsub = client.pubsub()
-    pubsub.subscribe(f"task:local:{row.id}")
-    try:
-        first = await trio.to_thread.run_sync(lambda: pubsub.get_message(timeout=5))
+    # A subscriber of its own (a second client, as another process would be), trio-native too.
+    async with coredis.Redis.from_url(redis_url) as client, client.pubsub(channels=[f"task:local:{row.id}"]) as pubsub:
+        first = await pubsub.get_message(timeout=5)
         assert first["type"] == "subscribe"
         await store.register_agent("w", "w")
         [claimed] = await store.claim("w", 1, LEASE, 3, 90)
         await store.complete(row.id, claimed.attempt_id, "success", {"output": {}}, None)
         seen = []
         for _ in range(2):
-            message = await trio.to_thread.run_sync(lambda: pubsub.get_message(timeout=5))
+            message = await pubsub.get_message(timeout=5)
             seen.append(json.loads(message["data"]))
-    finally:
-        pubsub.close()
-        client.close()
     assert seen == [
         {"type": "task.status", "payload": {"task_id": row.id, "status": "running"}},
         {"type": "task.status", "payload": {"task_id": row.id, "status": "success"}},

@@ -247,7 +247,7 @@ async def test_a_worker_that_lost_its_lease_stops_the_command(
     row, _ = await store.submit("command", {"argv": ["python3", "-c", code]}, None)
     await wait_file(pidfile)
     # As if the worker had been partitioned past its lease: the control plane requeues the task.
-    assert await trio.to_thread.run_sync(store.core.reap, time.time() + 3600, 3) == 1
+    assert await store.reap(3, now=time.time() + 3600) == 1
     first_pid = int(pidfile.read_text())
     await wait_exited(first_pid)  # the next renewal is refused: the worker kills its command
     done = await wait_terminal(store, row.id)

@@ -125,3 +125,41 @@ def test_importing_the_plugin_does_not_import_rich() -> None:
     code = "import sys, agentrt_tui; assert 'rich' not in sys.modules, 'rich imported'"
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=30)
+
+
+async def test_plain_output_to_a_pipe_is_written_in_the_trio_thread_in_order() -> None:
+    import trio
+
+    r, w = os.pipe()
+    reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
+                              stdin=r, stdout=subprocess.PIPE)
+    os.close(r)
+    pieces = [f"<{i:06d}>" for i in range(20_000)]
+    with os.fdopen(w, "w", encoding="utf-8") as f:
+        sink = TuiSink(f)
+        assert sink._writer is not None and sink._writer.mode == "nowait"  # no thread hop per batch
+        f.write("before\n")  # what the caller printed through the file itself comes first
+        groups: list[list] = [[TurnStarted(turn=1, prompt="hi")]]
+        groups += [[TextDelta(text=p) for p in pieces[i : i + 50]] for i in range(0, len(pieces), 50)]
+        groups.append([TurnCompleted(usage=Usage(input_tokens=1, output_tokens=2))])
+        with trio.fail_after(60):
+            await _feed(sink, groups)
+    out, _ = await trio.to_thread.run_sync(reader.communicate)
+    assert out.decode() == "before\n" + "".join(pieces) + "\n(1 in · 2 out · 100.2 s)\n"
+
+
+async def test_plain_output_stops_cleanly_when_the_pipe_reader_goes_away() -> None:
+    import trio
+
+    r, w = os.pipe()
+    os.close(r)
+    with os.fdopen(w, "w", encoding="utf-8") as f:
+        sink = TuiSink(f)
+        with trio.fail_after(30):
+            await sink.handle(EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0,
+                                         events=(TurnStarted(turn=1, prompt="x"), TextDelta(text="lost"))))
+            assert sink.output_closed
+            await sink.handle(EventBatch(source="c", first_seq=2, mono=0.0, wall=0.0,
+                                         events=(TurnCompleted(),)))  # dropped, not an error
+            await sink.wait_turns(1)  # returns: nothing more will be drawn
+            await sink.aclose()

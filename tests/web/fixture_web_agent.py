@@ -12,6 +12,7 @@ argv as one JSON line), ``--resume ID``, ``--model M``.  Prompts:
 ``crash``       one delta, then exit 3 in the middle of the turn
 ``bench N``     N tiny deltas as fast as possible (benchmark)
 ``first``       one delta "FIRST", then the result (benchmark: latency of a light turn)
+``surrogate``   a delta holding half an emoji (an escaped lone surrogate), then more text
 anything else   "echo: <prompt>" in two deltas
 """
 
@@ -122,6 +123,12 @@ def main() -> None:
             delta("about to crash")
             out.flush()
             os._exit(3)
+        elif text == "surrogate":
+            # json.dumps escapes the lone half, as JSON.stringify does after slice() cut an emoji.
+            delta("before ")
+            delta("cut \ud83d")
+            delta(" after")
+            result("")
         elif text == "xss":
             delta(XSS)
             result("")

@@ -17,6 +17,7 @@ from ._config import parse_args as parse_args
 from ._history import MAX_MESSAGES as MAX_MESSAGES
 from ._history import MAX_SESSION_BYTES as MAX_SESSION_BYTES
 from ._history import SessionState as SessionState
+from ._history import append_session as append_session
 from ._history import load_session as load_session
 from ._history import prepare_state_dir as prepare_state_dir
 from ._history import save_session as save_session
@@ -36,6 +37,7 @@ __all__ = [
     "SessionState",
     "load_session",
     "save_session",
+    "append_session",
     "prepare_state_dir",
     "MAX_MESSAGES",
     "MAX_SESSION_BYTES",

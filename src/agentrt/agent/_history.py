@@ -11,17 +11,27 @@ of the original reference agent, plus durability: a save is a temp file in
 the same directory (``O_EXCL``, 0600), written, fsynced, renamed over the
 target, then the directory is fsynced, so a crash at any instant leaves the
 old or the new complete history, never a torn one.
+
+Two processes may resume one session at once (``agentrt agent --resume S``
+twice).  Each save is then an append under the session's lock
+(:func:`append_session`: ``flock`` on ``<state>/.<session_id>.lock``, waited
+for at most :data:`LOCK_TIMEOUT` seconds, else ``session_busy``): the history
+is reloaded, this turn's messages appended and the file replaced, so both
+turns are kept, in the order they finished.  Never a silent loss.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import re
 import stat
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -32,7 +42,9 @@ __all__ = [
     "MAX_MESSAGES",
     "MAX_SESSION_BYTES",
     "SESSION_ID_RE",
+    "LOCK_TIMEOUT",
     "SessionState",
+    "append_session",
     "prepare_state_dir",
     "load_session",
     "save_session",
@@ -44,6 +56,8 @@ MAX_SESSION_BYTES = 4 * 1024 * 1024
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 _TEMP_RE = re.compile(r"\.(?P<sid>[A-Za-z0-9._:-]{1,256})\.[0-9a-f]{32}\.tmp")
 _READ_CHUNK = 64 * 1024
+LOCK_TIMEOUT = 30.0
+"""The longest wait for another process's save of the same session (a save takes milliseconds)."""
 
 
 @attrs.define(kw_only=True)
@@ -183,10 +197,17 @@ def load_session(state_dir: str, session_id: str | None) -> SessionState:
     """The history of ``session_id`` (``None``: a new session with a uuid4 id).
 
     A missing file is an empty history under that id.  Errors: see the
-    module's codes (``invalid_session_state`` for bad JSON, version or id).
+    module's codes (``invalid_session_state`` for bad JSON, version or id;
+    ``session_busy`` when another process holds the session's lock too long).
     """
     if not session_id:
         return SessionState(session_id=str(uuid.uuid4()))
+    # Under the lock: the stale-temp sweep must never take another process's write in flight.
+    with _session_lock(state_dir, session_id):
+        return _load_locked(state_dir, session_id)
+
+
+def _load_locked(state_dir: str, session_id: str) -> SessionState:
     path = _session_path(state_dir, session_id)
     _remove_stale_temps(state_dir, session_id)
     try:
@@ -214,13 +235,73 @@ def save_session(state_dir: str, state: SessionState) -> None:
     """Atomically replace the session file with ``state`` (durable once this returns).
 
     Errors: ``session_state_oversize`` (nothing written), the directory and
-    target checks of :func:`prepare_state_dir`, ``session_state_write_failed``.
+    target checks of :func:`prepare_state_dir`, ``session_state_write_failed``,
+    ``session_busy``.  To add a turn, :func:`append_session` keeps what another
+    process saved meanwhile; this replaces it.
     """
     payload = encode_session(state.session_id, state.messages)
     if len(payload) > MAX_SESSION_BYTES:
         raise AgentrtError("session_state_oversize", f"the history exceeds {MAX_SESSION_BYTES} bytes")
     state_dir = prepare_state_dir(state_dir)
-    target = _session_path(state_dir, state.session_id)
+    with _session_lock(state_dir, state.session_id):
+        _save_locked(state_dir, state.session_id, payload)
+
+
+def append_session(state_dir: str, session_id: str, messages: Sequence[dict[str, Any]]) -> SessionState:
+    """Append ``messages`` to the stored history of ``session_id``; return the history now stored.
+
+    Under the session's lock the file is reloaded first, so a turn that another
+    process saved since this one loaded the session is kept (before these
+    messages).  Errors: those of :func:`load_session` and :func:`save_session`.
+    """
+    state_dir = prepare_state_dir(state_dir)
+    with _session_lock(state_dir, session_id):
+        current = _load_locked(state_dir, session_id)
+        updated = SessionState(session_id=session_id, messages=[*current.messages, *messages][-MAX_MESSAGES:])
+        payload = encode_session(session_id, updated.messages)
+        if len(payload) > MAX_SESSION_BYTES:
+            raise AgentrtError("session_state_oversize", f"the history exceeds {MAX_SESSION_BYTES} bytes")
+        _save_locked(state_dir, session_id, payload)
+    return updated
+
+
+@contextlib.contextmanager
+def _session_lock(state_dir: str, session_id: str) -> Iterator[None]:
+    # flock on a file of its own: the session file is replaced by rename, so a lock
+    # on it would be on the old inode.  The lock dies with its holder (even SIGKILL).
+    path = os.path.join(state_dir, f".{validate_session_id(session_id)}.lock")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symlink planted where the lock goes
+            raise AgentrtError("unsafe_session_state_target", "the session lock is a symlink") from exc
+        raise AgentrtError("session_state_write_failed", f"cannot open the session lock ({exc.strerror})") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise AgentrtError("unsafe_session_state_target", "the session lock is not a regular file of the user")
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # Non-blocking attempts (this runs in a worker thread, which a blocking
+                # flock would pin past any deadline): the wait stays bounded.
+                if time.monotonic() >= deadline:
+                    raise AgentrtError(
+                        "session_busy", f"another process held this session for over {LOCK_TIMEOUT:g} s"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _save_locked(state_dir: str, session_id: str, payload: bytes) -> None:
+    target = _session_path(state_dir, session_id)
     try:
         _check_file(os.lstat(target))
     except FileNotFoundError:
@@ -228,7 +309,7 @@ def save_session(state_dir: str, state: SessionState) -> None:
     except AgentrtError as exc:
         if exc.code != "session_state_oversize":  # an old oversized file may be replaced
             raise
-    temp = os.path.join(state_dir, f".{state.session_id}.{uuid.uuid4().hex}.tmp")
+    temp = os.path.join(state_dir, f".{session_id}.{uuid.uuid4().hex}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(temp, flags, 0o600)

@@ -252,12 +252,13 @@ class Agent:
         await printer.emit(TurnFailed(code="turn_interrupted", message="the turn was interrupted"))
 
     async def _save(self, messages: list[dict[str, Any]]) -> None:
-        history = [*self.session.messages, *messages]
-        updated = _history.SessionState(session_id=self.session.session_id, messages=history[-_history.MAX_MESSAGES :])
+        # An append under the session's lock, not a rewrite of what this process loaded:
+        # another process resuming the same session may have saved a turn meanwhile.
         # Shielded: a session half written by a cancelled turn would be worse than a late interrupt.
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(_history.save_session, self.settings.state_dir, updated)
-        self.session = updated
+            self.session = await trio.to_thread.run_sync(
+                _history.append_session, self.settings.state_dir, self.session.session_id, messages
+            )
 
 
 async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> Agent:

@@ -51,7 +51,7 @@ def _run(fn: Callable[[BotsConfig, Any, Mapping[str, str]], Awaitable[T]]) -> T:
 def open_store(cfg: BotsConfig, env: Mapping[str, str]) -> tuple[Any, str]:
     """The bot store: a plugin's (``store = "auto"|"plugin"``), else the JSON file store."""
     if cfg.store in ("auto", "plugin"):
-        from agentrt._plugins import get_plugins
+        from agentrt import get_plugins
 
         store = get_plugins().bot_store(env)
         if store is not None:
@@ -300,9 +300,9 @@ def cmd_supervise(as_json: bool) -> None:
         if hasattr(store, "append_timeline") and isinstance(store, JsonFileBotStore):
             sinks.append(TimelineSink(store))
         else:
-            from agentrt._plugins import get_plugins
+            from agentrt import get_plugins
 
-            factory = get_plugins().sinks().get("sqlite")
+            factory = get_plugins().sink_for("recorder")
             options = {"env": dict(env), "dialect": "fastagent"}
             sinks.append(factory(options) if factory is not None else TimelineSink(store))
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

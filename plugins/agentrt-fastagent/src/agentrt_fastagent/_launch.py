@@ -19,8 +19,8 @@ from typing import Literal
 
 import attrs
 
-from agentrt._process import ProcessSpec
 from agentrt.errors import AgentrtError
+from agentrt.lowlevel import ProcessSpec
 
 __all__ = [
     "LlmProfile",

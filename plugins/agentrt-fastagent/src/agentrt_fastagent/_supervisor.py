@@ -35,9 +35,6 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt._exceptions import collapse_single_group
-from agentrt._framing import JsonlReader, Malformed, OutputOversize
-from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt.bots import AtomicBotStore, BotRecord, BotStore
 from agentrt.errors import AgentrtError
 from agentrt.events import (
@@ -48,6 +45,15 @@ from agentrt.events import (
     ProcessExited,
     StateChanged,
     Status,
+)
+from agentrt.lowlevel import (
+    AgentProcess,
+    JsonlReader,
+    Malformed,
+    OutputOversize,
+    ProcessSpec,
+    collapse_single_group,
+    open_process,
 )
 from agentrt.sinks import Sink
 
@@ -432,6 +438,7 @@ class Supervisor:
             )
             await self._mark_failed(bot_id, code, f"{message} ({exc.detail})", diagnostic=exc.code)
             return None, None
+        assert profile is not None  # build_process_spec refuses a missing profile (llm_profile_required)
         model = profile.model
         # The model this start runs with, as the record's snapshot (the profile may change later).
         await self._update(bot_id, lambda r: r if r.model == model else attrs.evolve(r, model=model))

@@ -15,8 +15,8 @@ import attrs
 import httpx
 import trio
 
-from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt.errors import AgentrtError
+from agentrt.lowlevel import AgentProcess, ProcessSpec, open_process
 
 __all__ = ["LocalServer", "serve_local_model", "find_gguf", "server_env", "CHAT_FORMAT", "N_CTX"]
 

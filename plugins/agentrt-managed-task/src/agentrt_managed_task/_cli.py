@@ -45,6 +45,11 @@ def _run(main: Callable[[Any], Awaitable[None]]) -> None:
         trio.run(root)
     except AgentrtError as exc:
         _fail(exc)
+    except BaseExceptionGroup as group:
+        # main's error arrives wrapped by root's nursery: a lone AgentrtError is still a clean exit 2.
+        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], AgentrtError):
+            _fail(group.exceptions[0])
+        raise
 
 
 def _ready(kind: str, **fields: Any) -> None:

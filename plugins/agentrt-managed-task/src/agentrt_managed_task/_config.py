@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import ssl
 from collections.abc import Mapping
@@ -11,8 +10,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from agentrt import AgentrtError
+from agentrt.net import is_loopback_host
 
-__all__ = ["ClientConfig", "validate_control_plane_url", "validate_token", "is_loopback_host", "tls_verify"]
+__all__ = ["ClientConfig", "validate_control_plane_url", "validate_token", "tls_verify"]
 
 OPT_IN = "AWP_AGENT_MANAGED_TASKS_OPT_IN"
 URL_VAR = "AWP_CONTROL_PLANE_URL"
@@ -20,17 +20,6 @@ KEY_VAR = "AWP_CONTROL_PLANE_API_KEY"
 REMOTE_OPT_IN = "AGENTRT_REMOTE_API_OPT_IN"
 POLL_VAR = "AGENTRT_MANAGED_TASK_POLL_MS"  # default 500; tests shorten it
 CA_VAR = "AGENTRT_CONTROL_PLANE_CA_FILE"
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and numeric loopback addresses (127/8, ::1)."""
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def validate_control_plane_url(raw: str, *, remote_opt_in: bool) -> str:

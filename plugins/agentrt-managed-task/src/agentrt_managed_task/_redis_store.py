@@ -6,14 +6,18 @@ sequence (``st:pending`` is the queue, oldest first), ``leases`` scored by lease
 ``idem`` (tenant NUL key -> id), ``agents`` (id -> last seen).  Status changes are also published
 on ``task:<tenant>:<id>`` as ``{"type":"task.status","payload":{task_id,status}}``.  A worker that
 dies mid-task simply stops renewing; the next claim (or the maintenance loop) reaps the lease.
+
+The client is ``coredis`` under trio (:mod:`agentrt.redislink`): every call is awaited on the trio
+thread, with no worker thread per call; scripts run by digest and are loaded again after a restart.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
-import redis
+from agentrt.redislink import LuaScript, RedisLink, RedisScriptError, connect_redis
 
 from ._store import (
     LEASE_EXPIRED_MESSAGE,
@@ -26,7 +30,7 @@ from ._store import (
     row_from_mapping,
 )
 
-__all__ = ["RedisCore"]
+__all__ = ["RedisStore", "open_redis_store"]
 
 _COMMON = r"""
 local p = KEYS[1]
@@ -167,9 +171,26 @@ end
 return n
 """
 
+_SCRIPTS = {
+    name: LuaScript(source)
+    for name, source in (
+        ("submit", _SUBMIT),
+        ("claim", _CLAIM),
+        ("reap", _REAP),
+        ("renew", _RENEW),
+        ("complete", _COMPLETE),
+        ("purge", _PURGE),
+    )
+}
+
+
 def _pairs(flat: list[Any]) -> dict[str, Any]:
     it = iter(flat)
     return {(k.decode() if isinstance(k, bytes) else k): v for k, v in zip(it, it)}
+
+
+def _row(data: dict[Any, Any]) -> TaskRow:
+    return row_from_mapping({(k.decode() if isinstance(k, bytes) else k): v for k, v in data.items()})
 
 
 def _text(value: float) -> str:
@@ -177,87 +198,91 @@ def _text(value: float) -> str:
     return repr(float(value))
 
 
-class RedisCore:
-    """A :class:`~agentrt_managed_task._store.StoreCore` over redis-py's (thread-safe) sync client."""
+class RedisStore:
+    """The control plane's store over Redis (the :class:`~agentrt_managed_task._store.Store` interface).
 
-    def __init__(self, url: str, *, prefix: str = "agentrt:cp:") -> None:
-        self._redis = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+    Every state change is one Lua script (atomic on the server), so any number of control planes
+    may share one prefix.  Transport failures raise ``AgentrtError('redis_unavailable')``.
+    """
+
+    def __init__(self, link: RedisLink, *, prefix: str = "agentrt:cp:", owns_link: bool = False) -> None:
+        self.link = link
         self._keys = [prefix]
         self._prefix = prefix
-        self._submit = self._redis.register_script(_SUBMIT)
-        self._claim = self._redis.register_script(_CLAIM)
-        self._reap_script = self._redis.register_script(_REAP)
-        self._renew = self._redis.register_script(_RENEW)
-        self._complete = self._redis.register_script(_COMPLETE)
-        self._purge = self._redis.register_script(_PURGE)
-        self._redis.ping()
+        self._owns_link = owns_link
 
-    def _call(self, script: Any, *args: Any) -> Any:
+    async def _run(self, name: str, *args: str | int | float) -> Any:
         try:
-            return script(keys=self._keys, args=list(args))
-        except redis.ResponseError as exc:
-            reason = str(exc).strip()
-            if reason == "not_found":
-                raise StoreNotFound(reason) from None
-            if reason == "agent_offline":
-                raise AgentOffline(reason) from None
-            if reason in ("stale_attempt", "result_conflict"):
-                raise StoreConflict(reason) from None
+            return await self.link.run(_SCRIPTS[name], keys=self._keys, args=args)
+        except RedisScriptError as exc:
+            if exc.reason == "not_found":
+                raise StoreNotFound(exc.reason) from None
+            if exc.reason == "agent_offline":
+                raise AgentOffline(exc.reason) from None
+            if exc.reason in ("stale_attempt", "result_conflict"):
+                raise StoreConflict(exc.reason) from None
             raise
 
-    def submit(self, task_type: str, payload: Any, idempotency_key: str | None, now: float) -> tuple[TaskRow, bool]:
-        """See :class:`StoreCore`."""
-        created, flat = self._call(
-            self._submit,
+    async def submit(self, task_type: str, payload: Any, idempotency_key: str | None) -> tuple[TaskRow, bool]:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        created, flat = await self._run(
+            "submit",
             str(uuid.uuid4()),
             TENANT,
             task_type,
             canonical_json(payload),
             idempotency_key or "",
-            _text(now),
+            _text(time.time()),
         )
         return row_from_mapping(_pairs(flat)), bool(created)
 
-    def get(self, task_id: str) -> TaskRow | None:
-        """See :class:`StoreCore`."""
-        data: dict[Any, Any] = self._redis.hgetall(self._prefix + "task:" + task_id)
-        return row_from_mapping(_pairs([x for kv in data.items() for x in kv])) if data else None
+    async def get(self, task_id: str) -> TaskRow | None:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        client = self.link.client
+        data = await self.link.call(lambda: client.hgetall(self._prefix + "task:" + task_id))
+        return _row(data) if data else None
 
-    def list_tasks(self, status: str | None, limit: int) -> list[TaskRow]:
-        """See :class:`StoreCore`."""
+    async def list_tasks(self, status: str | None, limit: int) -> list[TaskRow]:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        client = self.link.client
         index = self._prefix + ("all" if status is None else "st:" + status)
-        ids: list[bytes] = self._redis.zrevrange(index, 0, limit - 1)  # type: ignore[assignment]
-        pipe = self._redis.pipeline(transaction=False)
-        for task_id in ids:
-            pipe.hgetall(self._prefix + "task:" + task_id.decode())
-        found: list[dict[Any, Any]] = pipe.execute()
-        return [row_from_mapping(_pairs([x for kv in d.items() for x in kv])) for d in found if d]
+        ids = await self.link.call(lambda: client.zrange(index, 0, limit - 1, rev=True))
 
-    def register_agent(self, agent_id: str, name: str, now: float) -> None:
-        """See :class:`StoreCore`."""
-        self._redis.hset(self._prefix + "agents", agent_id, _text(now))
+        async def fetch() -> list[dict[Any, Any]]:
+            # One round trip for every row (pipelined, not a transaction: a row purged meanwhile is skipped).
+            async with client.pipeline(transaction=False) as pipe:
+                pending = [pipe.hgetall(self._prefix + "task:" + self._id(task_id)) for task_id in ids]
+            return [await reply for reply in pending]
 
-    def heartbeat_agent(self, agent_id: str, now: float) -> bool:
-        """See :class:`StoreCore`."""
+        found = await self.link.call(fetch) if ids else []
+        return [_row(d) for d in found if d]
+
+    @staticmethod
+    def _id(value: str | bytes) -> str:
+        return value.decode() if isinstance(value, bytes) else value
+
+    async def register_agent(self, agent_id: str, name: str) -> None:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        client = self.link.client
+        await self.link.call(lambda: client.hset(self._prefix + "agents", {agent_id: _text(time.time())}))
+
+    async def heartbeat_agent(self, agent_id: str) -> bool:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        client = self.link.client
         key = self._prefix + "agents"
-        if not self._redis.hexists(key, agent_id):
+        if not await self.link.call(lambda: client.hexists(key, agent_id)):
             return False
-        self._redis.hset(key, agent_id, _text(now))
+        await self.link.call(lambda: client.hset(key, {agent_id: _text(time.time())}))
         return True
 
-    def claim(
-        self,
-        agent_id: str,
-        slots: int,
-        now: float,
-        lease_seconds: float,
-        max_retries: int,
-        stale_seconds: float,
+    async def claim(
+        self, agent_id: str, slots: int, lease_seconds: float, max_retries: int, stale_seconds: float
     ) -> list[TaskRow]:
-        """See :class:`StoreCore`."""
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        now = time.time()
         attempts = [str(uuid.uuid4()) for _ in range(slots)]
-        flats = self._call(
-            self._claim,
+        flats = await self._run(
+            "claim",
             agent_id,
             slots,
             _text(now),
@@ -269,28 +294,36 @@ class RedisCore:
         )
         return [row_from_mapping(_pairs(flat)) for flat in flats]
 
-    def renew(self, task_id: str, attempt_id: str, now: float, lease_seconds: float) -> TaskRow:
-        """See :class:`StoreCore`."""
-        flat = self._call(self._renew, task_id, attempt_id, _text(now), _text(now + lease_seconds))
+    async def renew(self, task_id: str, attempt_id: str, lease_seconds: float) -> TaskRow:
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        now = time.time()
+        flat = await self._run("renew", task_id, attempt_id, _text(now), _text(now + lease_seconds))
         return row_from_mapping(_pairs(flat))
 
-    def complete(
-        self, task_id: str, attempt_id: str, status: str, result: Any, error: str | None, now: float
+    async def complete(
+        self, task_id: str, attempt_id: str, status: str, result: Any, error: str | None
     ) -> tuple[TaskRow, bool]:
-        """See :class:`StoreCore`."""
-        duplicate, flat = self._call(
-            self._complete, task_id, attempt_id, status, canonical_json(result), error or "", _text(now)
+        """See :class:`~agentrt_managed_task._store.StoreCore`."""
+        duplicate, flat = await self._run(
+            "complete", task_id, attempt_id, status, canonical_json(result), error or "", _text(time.time())
         )
         return row_from_mapping(_pairs(flat)), bool(duplicate)
 
-    def purge(self, finished_before: float, limit: int) -> int:
-        """See :class:`StoreCore`."""
-        return int(self._call(self._purge, _text(finished_before), str(int(limit))))
+    async def reap(self, max_retries: int, *, now: float | None = None) -> int:
+        """See :class:`~agentrt_managed_task._store.Store`."""
+        when = time.time() if now is None else now
+        return int(await self._run("reap", _text(when), max_retries, LEASE_EXPIRED_MESSAGE))
 
-    def reap(self, now: float, max_retries: int) -> int:
-        """See :class:`StoreCore`."""
-        return int(self._call(self._reap_script, _text(now), max_retries, LEASE_EXPIRED_MESSAGE))
+    async def purge(self, retention_seconds: float, limit: int = 500) -> int:
+        """Forget up to ``limit`` tasks finished over ``retention_seconds`` ago (see ``StoreCore.purge``)."""
+        return int(await self._run("purge", _text(time.time() - retention_seconds), str(int(limit))))
 
-    def close(self) -> None:
-        """See :class:`StoreCore`."""
-        self._redis.close()
+    async def aclose(self) -> None:
+        """Close the connections (when this store opened them)."""
+        if self._owns_link:
+            await self.link.aclose()
+
+
+async def open_redis_store(url: str, *, prefix: str = "agentrt:cp:") -> RedisStore:
+    """Connect to ``url`` and return a store that closes its connections on :meth:`RedisStore.aclose`."""
+    return RedisStore(await connect_redis(url), prefix=prefix, owns_link=True)

@@ -1,10 +1,9 @@
-"""The control plane's HTTP API (§C): starlette under hypercorn's trio worker, storage in threads."""
+"""The control plane's HTTP API (§C): starlette under hypercorn's trio worker; SQLite in a thread, Redis on trio."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 import math
 import os
@@ -14,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import orjson
 import trio
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from agentrt import AgentrtError
 
-from ._store import AgentOffline, StoreConflict, StoreNotFound, ThreadedStore
+from ._store import AgentOffline, Store, StoreConflict, StoreNotFound, ThreadedStore
 
 __all__ = ["ControlPlaneSettings", "build_app", "serve_control_plane", "open_store", "load_api_key"]
 
@@ -118,12 +118,13 @@ def load_api_key(env: Mapping[str, str], key_file: str | None = None) -> str | N
     return key
 
 
+def _failure_name(exc: Exception) -> str:
+    # A stable code when there is one (redis_unavailable), else the type: never the message.
+    return exc.code if isinstance(exc, AgentrtError) else type(exc).__name__
+
+
 def _error(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
 
 
 async def _json_body(request: Request) -> Any:
@@ -135,9 +136,12 @@ async def _json_body(request: Request) -> Any:
             raise _HttpError(413, "request body too large")
         chunks.append(chunk)
     try:
-        return json.loads(b"".join(chunks), parse_constant=_reject_constant)
+        # orjson refuses what no store can keep (NaN/Infinity, lone surrogate escapes,
+        # invalid UTF-8) and nesting deeper than 1024 levels, all as a ValueError:
+        # bad input is a 422, never a 500 from a RecursionError or an encoder.
+        return orjson.loads(b"".join(chunks))
     except ValueError as exc:
-        raise _HttpError(422, "request body must be finite JSON") from exc
+        raise _HttpError(422, "request body must be finite JSON in valid Unicode, nested at most 1024 deep") from exc
 
 
 class _HttpError(Exception):
@@ -151,7 +155,7 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def build_app(store: ThreadedStore, settings: ControlPlaneSettings) -> Starlette:
+def build_app(store: Store, settings: ControlPlaneSettings) -> Starlette:
     """The ASGI application (one store, one settings object)."""
     expected = None if settings.api_key is None else settings.api_key.encode()
 
@@ -182,7 +186,7 @@ def build_app(store: ThreadedStore, settings: ControlPlaneSettings) -> Starlette
             except Exception as exc:
                 # Storage failures (e.g. Redis unreachable) end here, not in starlette's error
                 # middleware, which re-raises into the server: log the type, answer a bare 500.
-                log.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
+                log.error("%s %s failed: %s", request.method, request.url.path, _failure_name(exc))
                 return _error(500, "internal error")
             return result if isinstance(result, Response) else JSONResponse(result)
 
@@ -315,21 +319,15 @@ def check_bind_host(host: str) -> str:
 
 async def open_store(
     *, database: str | None = None, redis_url: str | None = None, prefix: str | None = None
-) -> ThreadedStore:
-    """Open the SQLite store (default) or the Redis one (connections made in a thread)."""
+) -> Store:
+    """Open the SQLite store (default) or the Redis one (trio-native; close either with ``aclose``)."""
     if redis_url:
-        from ._redis_store import RedisCore
-
-        def make_redis() -> RedisCore:
-            return RedisCore(redis_url, prefix=prefix or "agentrt:cp:")
+        from ._redis_store import open_redis_store
 
         try:
-            redis_core = await trio.to_thread.run_sync(make_redis)
-        except Exception as exc:
-            raise AgentrtError(
-                "control_plane_storage_unavailable", f"cannot reach redis ({type(exc).__name__})"
-            ) from exc
-        return ThreadedStore(redis_core, concurrency=8)
+            return await open_redis_store(redis_url, prefix=prefix or "agentrt:cp:")
+        except AgentrtError as exc:
+            raise AgentrtError("control_plane_storage_unavailable", f"cannot reach redis ({exc.code})") from exc
     from ._sqlite_store import SqliteCore
 
     path = database or os.path.join("var", "agentrt-control-plane.db")
@@ -348,7 +346,7 @@ async def open_store(
 
 
 async def serve_control_plane(
-    store: ThreadedStore,
+    store: Store,
     settings: ControlPlaneSettings,
     *,
     host: str = "127.0.0.1",
@@ -392,7 +390,7 @@ async def serve_control_plane(
                         if await store.purge(settings.retention_seconds, _PURGE_BATCH) < _PURGE_BATCH:
                             break
             except Exception as exc:  # storage down: keep serving (requests get 500) and retry later
-                log.error("lease maintenance failed: %s", type(exc).__name__)
+                log.error("lease maintenance failed: %s", _failure_name(exc))
 
     async with trio.open_nursery() as nursery:
 

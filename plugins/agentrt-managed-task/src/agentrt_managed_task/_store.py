@@ -1,8 +1,9 @@
 """The control plane's storage protocol: one small interface, an SQLite and a Redis implementation.
 
-Both cores are synchronous (stdlib ``sqlite3``; redis-py's sync client, since its asyncio client
-does not run under trio) and run in worker threads through :class:`ThreadedStore`, so the trio
-thread never blocks on storage.
+Both implement :class:`Store` (async).  SQLite (stdlib ``sqlite3``) is a synchronous
+:class:`StoreCore` run in a worker thread through :class:`ThreadedStore`, so the trio thread never
+blocks on the file; Redis (:class:`~agentrt_managed_task._redis_store.RedisStore`) is trio-native
+(``coredis``) and needs no thread.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import trio
 
 __all__ = [
     "TaskRow",
+    "Store",
     "StoreCore",
     "ThreadedStore",
     "StoreConflict",
@@ -94,7 +96,7 @@ class TaskRow:
 
 
 class StoreCore(Protocol):
-    """The synchronous storage operations (called from worker threads).
+    """The synchronous storage operations of the SQLite store (called from worker threads).
 
     ``now`` is wall-clock seconds (``time.time()``), passed in so tests and several control-plane
     processes share one clock source: the storage's callers.
@@ -159,6 +161,61 @@ class StoreCore(Protocol):
         ...
 
 
+class Store(Protocol):
+    """What the control plane awaits: its storage, SQLite (:class:`ThreadedStore`) or Redis.
+
+    Times are taken by the store itself (``time.time()``) when it is called.
+    """
+
+    async def submit(self, task_type: str, payload: Any, idempotency_key: str | None) -> tuple[TaskRow, bool]:
+        """See :meth:`StoreCore.submit`."""
+        ...
+
+    async def get(self, task_id: str) -> TaskRow | None:
+        """See :meth:`StoreCore.get`."""
+        ...
+
+    async def list_tasks(self, status: str | None, limit: int) -> list[TaskRow]:
+        """See :meth:`StoreCore.list_tasks`."""
+        ...
+
+    async def register_agent(self, agent_id: str, name: str) -> None:
+        """See :meth:`StoreCore.register_agent`."""
+        ...
+
+    async def heartbeat_agent(self, agent_id: str) -> bool:
+        """See :meth:`StoreCore.heartbeat_agent`."""
+        ...
+
+    async def claim(
+        self, agent_id: str, slots: int, lease_seconds: float, max_retries: int, stale_seconds: float
+    ) -> list[TaskRow]:
+        """See :meth:`StoreCore.claim`."""
+        ...
+
+    async def renew(self, task_id: str, attempt_id: str, lease_seconds: float) -> TaskRow:
+        """See :meth:`StoreCore.renew`."""
+        ...
+
+    async def complete(
+        self, task_id: str, attempt_id: str, status: str, result: Any, error: str | None
+    ) -> tuple[TaskRow, bool]:
+        """See :meth:`StoreCore.complete`."""
+        ...
+
+    async def reap(self, max_retries: int, *, now: float | None = None) -> int:
+        """See :meth:`StoreCore.reap` (``now``: reap as of that time instead of the clock's)."""
+        ...
+
+    async def purge(self, retention_seconds: float, limit: int = 500) -> int:
+        """Forget up to ``limit`` tasks finished over ``retention_seconds`` ago (:meth:`StoreCore.purge`)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
 class ThreadedStore:
     """Async facade: every :class:`StoreCore` call runs in a worker thread, bounded by a limiter."""
 
@@ -205,9 +262,9 @@ class ThreadedStore:
         """See :meth:`StoreCore.complete`."""
         return await self._run(self.core.complete, task_id, attempt_id, status, result, error, time.time())
 
-    async def reap(self, max_retries: int) -> int:
-        """See :meth:`StoreCore.reap`."""
-        return await self._run(self.core.reap, time.time(), max_retries)
+    async def reap(self, max_retries: int, *, now: float | None = None) -> int:
+        """See :meth:`Store.reap`."""
+        return await self._run(self.core.reap, time.time() if now is None else now, max_retries)
 
     async def purge(self, retention_seconds: float, limit: int = 500) -> int:
         """Forget up to ``limit`` tasks finished over ``retention_seconds`` ago (:meth:`StoreCore.purge`)."""

@@ -14,6 +14,7 @@ from ._server import ControlPlaneSettings, build_app, check_bind_host, load_api_
 from ._store import (
     LEASE_EXPIRED_MESSAGE,
     AgentOffline,
+    Store,
     StoreConflict,
     StoreCore,
     StoreNotFound,
@@ -30,6 +31,7 @@ __all__ = [
     "LEASE_EXPIRED_MESSAGE",
     "ManagedTaskTool",
     "RunOutcome",
+    "Store",
     "StoreConflict",
     "StoreCore",
     "StoreNotFound",

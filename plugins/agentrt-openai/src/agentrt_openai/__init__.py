@@ -17,15 +17,17 @@ if TYPE_CHECKING:
     from agentrt.provider import Provider, ProviderFactory
 
     from ._provider import OpenAIProvider as OpenAIProvider
+    from ._sse import SSEDecoder as SSEDecoder
     from .config import OpenAIConfig as OpenAIConfig
     from .config import from_env as from_env
 
-__all__ = ["OpenAIProvider", "OpenAIConfig", "from_env", "agentrt_register_providers"]
+__all__ = ["OpenAIProvider", "OpenAIConfig", "SSEDecoder", "from_env", "agentrt_register_providers"]
 
 _LAZY = {
     "OpenAIProvider": "agentrt_openai._provider",
     "OpenAIConfig": "agentrt_openai.config",
     "from_env": "agentrt_openai.config",
+    "SSEDecoder": "agentrt_openai._sse",
 }
 
 

@@ -9,13 +9,13 @@ setting fails before the first input line, not at the first model request.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from urllib.parse import SplitResult, urlsplit
 
 import attrs
 
 from agentrt.errors import AgentrtError
+from agentrt.net import is_loopback_host
 
 __all__ = [
     "OpenAIConfig",
@@ -69,15 +69,6 @@ class OpenAIConfig:
         return endpoint_url(self.base_url)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def validate_base_url(raw: str, *, remote_opt_in: bool = False) -> str:
     """Check an API base URL against §B; return it unchanged, or raise with the rule's code."""
     try:
@@ -95,7 +86,7 @@ def validate_base_url(raw: str, *, remote_opt_in: bool = False) -> str:
             "put the token in AGENTRT_API_TOKEN, not in the URL",
         )
     scheme = parts.scheme.lower()
-    if _is_loopback(host):
+    if is_loopback_host(host):
         if scheme not in ("http", "https"):
             raise AgentrtError("invalid_local_api_protocol", "a loopback API must use http or https")
     else:

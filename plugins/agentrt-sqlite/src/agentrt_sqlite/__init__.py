@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentrt import hookimpl
 
 if TYPE_CHECKING:
+    from agentrt.sinks import SinkRegister
+
     from ._sink import SqliteSink
     from ._store import SqliteStore
 
@@ -18,7 +20,7 @@ def _sink_factory(options: Mapping[str, Any]) -> SqliteSink:
     return make_sink(options)
 
 
-def _open_store(env: Any) -> SqliteStore:
+def _open_store(env: Mapping[str, str]) -> SqliteStore:
     from ._location import database_path
     from ._store import SqliteStore
 
@@ -26,9 +28,9 @@ def _open_store(env: Any) -> SqliteStore:
 
 
 @hookimpl
-def agentrt_register_sinks(register: Callable[[str, Any], None]) -> None:
-    """The ``sqlite`` sink: every event, conversation and turn in the database."""
-    register("sqlite", _sink_factory)
+def agentrt_register_sinks(register: SinkRegister) -> None:
+    """The ``sqlite`` sink, the recorder: every event, conversation and turn in the database."""
+    register("sqlite", _sink_factory, role="recorder")
 
 
 @hookimpl
@@ -63,12 +65,12 @@ def agentrt_register_commands(cli: Any) -> None:
 
 
 @hookimpl
-def agentrt_thread_store(env: Any) -> SqliteStore:
+def agentrt_thread_store(env: Mapping[str, str]) -> SqliteStore:
     """Named threads with their native session ids, in the database."""
     return _open_store(env)
 
 
 @hookimpl
-def agentrt_bot_store(env: Any) -> SqliteStore:
+def agentrt_bot_store(env: Mapping[str, str]) -> SqliteStore:
     """Supervised bots' records, state history and timeline, in the database."""
     return _open_store(env)

@@ -1,7 +1,7 @@
 """Typed first parse of the stream-json hot line: a ``stream_event`` content-block delta.
 
 The same idea, and the same exactness argument, as awp-jsonl's typed parse
-(``agentrt_awp_jsonl._typed``), whose delta structs this reuses: the real CLI
+(``agentrt_awp_jsonl.typed``), whose delta structs this reuses: the real CLI
 wraps each raw API event in a ``stream_event`` line with a session id, a uuid
 and the API message id, of which only the last is read.
 """
@@ -12,7 +12,7 @@ from typing import Union
 
 import msgspec
 
-from agentrt_awp_jsonl._typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
+from agentrt_awp_jsonl.typed import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
 
 __all__ = ["JsonDelta", "StreamDelta", "TextDeltaBody", "ThinkingDeltaBody", "load_line"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentrt import hookimpl
 
 if TYPE_CHECKING:
+    from agentrt.sinks import SinkRegister
+
     from ._sink import TuiSink
 
 
@@ -18,9 +20,9 @@ def _sink_factory(options: Mapping[str, Any]) -> TuiSink:
 
 
 @hookimpl
-def agentrt_register_sinks(register: Callable[[str, Any], None]) -> None:
-    """The ``tui`` sink: the terminal UI."""
-    register("tui", _sink_factory)
+def agentrt_register_sinks(register: SinkRegister) -> None:
+    """The ``tui`` sink: the terminal UI (the ``terminal`` role)."""
+    register("tui", _sink_factory, role="terminal")
 
 
 @hookimpl

@@ -134,9 +134,9 @@ async def _chat(
 
     tui = TuiSink(sys.stdout)
     sinks: list[Any] = [tui]
-    factories = plugins.sinks()
-    if not no_log and "sqlite" in factories:
-        sinks.append(factories["sqlite"]({
+    recorder = None if no_log else plugins.sink_for("recorder")
+    if recorder is not None:
+        sinks.append(recorder({
             "env": env, "thread": thread_name, "dialect": launch.protocol,
             "executable": launch.executable, "model": launch.model, "agent": resolved.name,
         }))

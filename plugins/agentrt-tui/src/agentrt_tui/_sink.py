@@ -8,7 +8,9 @@ from typing import IO, Any, Literal
 
 import trio
 
+from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch, TurnCompleted, TurnFailed
+from agentrt.sinks import OUTPUT_CLOSED, FdWriter
 
 from ._view import PlainView, RichView, TurnView
 
@@ -19,8 +21,12 @@ class TuiSink:
     """Streams replies, tool progress, status, diagnostics and errors to a terminal.
 
     On a terminal it uses rich; anywhere else (a pipe, a file) plain text with
-    no escape codes.  Drawing happens in a worker thread so a slow terminal
-    never stalls the trio thread; the ``coalesce`` policy lets the runtime merge
+    no escape codes.  On a terminal, drawing happens in a worker thread so a
+    slow terminal never stalls the trio thread.  Plain text to a file
+    descriptor (a pipe, a file) is rendered in the trio thread and written by
+    an :class:`~agentrt.sinks.FdWriter`, without a thread round trip per batch;
+    when that output's reader goes away, drawing stops (``output_closed``) and
+    later batches are dropped.  The ``coalesce`` policy lets the runtime merge
     deltas when the UI falls behind.
     """
 
@@ -41,9 +47,21 @@ class TuiSink:
             terminal = bool(isatty()) if callable(isatty) else False
         self.terminal = terminal
         self.buffer_size = buffer_size
+        #: Plain text rendered here, then written to ``file``'s descriptor (None: drawn in a thread).
+        self._plain: _Pending | None = None
+        self._writer: FdWriter | None = None
+        if not terminal:
+            fd = _fileno(self.file)
+            if fd is not None:
+                self._plain = _Pending()
+                self._writer = FdWriter(fd)
         self.view: TurnView = (
-            RichView(self.file, force_terminal=True, width=width) if terminal else PlainView(self.file)
+            RichView(self.file, force_terminal=True, width=width)
+            if terminal
+            else PlainView(self._plain if self._plain is not None else self.file)
         )
+        #: Set when the output's reader went away (EPIPE): nothing more is drawn.
+        self.output_closed = False
         self._closed = False
         self._lock = trio.Lock()
         #: Turns whose end has been drawn.
@@ -55,12 +73,33 @@ class TuiSink:
         async with self._lock:
             if self._closed:
                 return
-            await trio.to_thread.run_sync(self.view.feed, batch)
+            if self._plain is not None:
+                self.view.feed(batch)
+                await self._write_plain()
+            else:
+                await trio.to_thread.run_sync(self.view.feed, batch)
             ended = sum(1 for ev in batch.events if isinstance(ev, (TurnCompleted, TurnFailed)))
             if ended:
                 self.turns_drawn += ended
                 self._drawn.set()
                 self._drawn = trio.Event()
+
+    async def _write_plain(self) -> None:
+        assert self._plain is not None and self._writer is not None
+        text = self._plain.take()
+        if not text or self.output_closed:
+            return
+        encoding = getattr(self.file, "encoding", None) or "utf-8"
+        errors = getattr(self.file, "errors", None) or "strict"
+        try:
+            # Whatever the caller printed through ``file`` itself goes first.
+            self.file.flush()
+            await self._writer.write(text.encode(encoding, errors))
+        except (AgentrtError, BrokenPipeError) as exc:
+            if isinstance(exc, AgentrtError) and exc.code != OUTPUT_CLOSED:
+                raise
+            self.output_closed = self._closed = True
+            self._drawn.set()
 
     async def wait_turns(self, count: int) -> None:
         """Wait until the end of ``count`` turns has been drawn (callers bound the wait)."""
@@ -75,6 +114,33 @@ class TuiSink:
             self._closed = True
             with trio.move_on_after(5):
                 await trio.to_thread.run_sync(self.view.close, abandon_on_cancel=True)
+
+
+class _Pending:
+    """A text file the plain view writes into; the sink takes the text after each batch."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self._parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing to do: the sink writes what was collected."""
+
+    def take(self) -> str:
+        text = "".join(self._parts)
+        self._parts.clear()
+        return text
+
+
+def _fileno(file: IO[str]) -> int | None:
+    try:
+        fd = file.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
 
 
 def make_sink(options: Mapping[str, Any]) -> TuiSink:

@@ -11,7 +11,7 @@ Views are synchronous; the sink calls them from a worker thread.
 from __future__ import annotations
 
 import re
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from agentrt.events import (
     Diagnostic,
@@ -163,10 +163,18 @@ class TurnView:
         """Release the terminal."""
 
 
+class TextOut(Protocol):
+    """What the plain view writes to: a text file, or a buffer the sink drains."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 class PlainView(TurnView):
     """Plain text for pipes and files: no escape codes, ever."""
 
-    def __init__(self, file: IO[str]) -> None:
+    def __init__(self, file: TextOut) -> None:
         super().__init__()
         self.file = file
         self._at_line_start = True

@@ -143,7 +143,7 @@ class BotManager:
         self._nursery.start_soon(self._poll)
 
     async def _run_supervisor(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from agentrt._plugins import get_plugins
+        from agentrt import get_plugins
         from agentrt_fastagent.api import JsonFileBotStore, TimelineSink, open_supervisor
 
         cfg = self.config
@@ -151,7 +151,7 @@ class BotManager:
             if await self.store.get_bot(name) is None:
                 await self.store.save_bot(BotRecord(bot_id=name))
         sinks: list[Any] = [_BotSink(self)]
-        factory = get_plugins().sinks().get("sqlite")
+        factory = get_plugins().sink_for("recorder")
         if isinstance(self.store, JsonFileBotStore) or factory is None:
             sinks.append(TimelineSink(self.store))
         else:

@@ -311,7 +311,7 @@ class ChatManager:
         title = self._titles[name] = title_of(turns[0]["prompt"], name)
         return title
 
-    async def turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
+    async def turns(self, name: str, limit: int | None = None) -> list[Mapping[str, Any]]:
         """The thread's stored turns, oldest first."""
         if self.browser is None:
             return []
@@ -409,7 +409,7 @@ class ChatManager:
         from agentrt import open_conversation
 
         sinks: list[Any] = [live.sink]
-        factory = self.plugins.sinks().get("sqlite")
+        factory = self.plugins.sink_for("recorder")
         if factory is not None:
             try:
                 live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": self.launch.protocol,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import re
 import secrets
 import time
@@ -38,7 +37,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-__all__ = ["SecurityMiddleware", "Sessions", "Session", "is_loopback_host", "CSP", "COOKIE"]
+from agentrt.net import is_loopback_host
+
+__all__ = ["SecurityMiddleware", "Sessions", "Session", "CSP", "COOKIE"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,17 +58,6 @@ _SID = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _PUBLIC_PREFIXES = ("/static/", "/login", "/favicon.ico")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_FORM_PEEK = 64 * 1024
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    host = host.strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @attrs.define

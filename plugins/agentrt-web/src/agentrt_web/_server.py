@@ -19,8 +19,7 @@ import attrs
 import trio
 
 from agentrt.errors import AgentrtError
-
-from ._security import is_loopback_host
+from agentrt.net import is_loopback_host
 
 __all__ = ["WebOptions", "serve_web", "resolve_token"]
 
@@ -84,6 +83,9 @@ async def serve_web(
     store = plugins.thread_store(env)
     if store is None:
         raise AgentrtError("thread_store_unavailable", "agentrt web needs a thread store plugin (agentrt-sqlite)")
+    # Open the database now (any lookup does): a corrupt or foreign file is the store's own
+    # coded error (database_unavailable) at start-up, not a failure on every page and poll.
+    await store.get_thread("agentrt-web-start-up")
     stop = trio.Event() if stop is None else stop
     hub = Hub()
     server_done = trio.Event()

@@ -1,0 +1,148 @@
+"""Agent side of ACP: agentrt answers as the agent (the reference agent, the bridge).
+
+:meth:`AcpAgentCodec.decode_input` answers the handshake itself (responses wait
+in :meth:`AcpAgentCodec.drain_output`) and returns a :class:`~agentrt.dialect.Turn`
+for each ``session/prompt``; :meth:`AcpAgentCodec.encode` turns events into
+``session/update`` notifications and the terminal event into the prompt's
+response.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentrt.dialect import AgentCodec, AgentInput, ContentBlock, ImageBlock, InputError, Interrupt, TextBlock, Turn
+from agentrt.events import Event, TextDelta, ThinkingDelta, ToolResult, ToolUse, TurnCompleted, TurnFailed
+
+from ._host import PROTOCOL_VERSION
+
+__all__ = ["AcpAgentCodec"]
+
+_REASONS = {
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "turn_cancelled": "cancelled",
+}
+
+
+def _blocks(prompt: Any) -> tuple[ContentBlock, ...]:
+    out: list[ContentBlock] = []
+    for block in prompt if isinstance(prompt, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            out.append(TextBlock(text=block["text"]))
+        elif block.get("type") == "image" and isinstance(block.get("data"), str):
+            mime = block.get("mimeType")
+            out.append(ImageBlock(media_type=mime if isinstance(mime, str) else "image/png", data=block["data"]))
+    return tuple(out)
+
+
+class AcpAgentCodec(AgentCodec):
+    """Agent side of ACP, one instance per agent process."""
+
+    def __init__(self) -> None:
+        self._outbox: list[dict[str, Any]] = []
+        self._sessions: set[str] = set()
+        self._session: str | None = None
+        self._prompt_id: Any = None
+
+    def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
+        self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
+
+    def _error(self, rid: Any, code: int, message: str) -> None:
+        self._outbox.append({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+    def decode_input(self, obj: Any) -> AgentInput:
+        """Handshake requests answered here; a prompt is a Turn, ``session/cancel`` an Interrupt."""
+        if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
+            return InputError(code="invalid_input_message", detail="not a JSON-RPC 2.0 message")
+        method, rid, params = obj.get("method"), obj.get("id"), obj.get("params")
+        params = params if isinstance(params, dict) else {}
+        if not isinstance(method, str):
+            return None  # a response to one of our requests
+        if method == "session/cancel":
+            return Interrupt() if params.get("sessionId") == self._session else None
+        if rid is None or isinstance(rid, (dict, list, bool, float)):
+            return None  # another notification
+        if method == "initialize":
+            caps = {"loadSession": False, "promptCapabilities": {"image": True, "embeddedContext": False}}
+            self._reply(rid, {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps, "authMethods": []})
+        elif method == "session/new":
+            new_id = uuid.uuid4().hex
+            self._sessions.add(new_id)
+            self._session = new_id
+            self._reply(rid, {"sessionId": new_id})
+        elif method == "session/prompt":
+            sid = params.get("sessionId")
+            if not isinstance(sid, str) or sid not in self._sessions:
+                self._error(rid, -32602, "unknown session")
+                return None
+            if self._prompt_id is not None:
+                self._error(rid, -32600, "a prompt is already running")
+                return None
+            blocks = _blocks(params.get("prompt"))
+            if not blocks:
+                self._error(rid, -32602, "the prompt has no supported content")
+                return None
+            self._session, self._prompt_id = sid, rid
+            return Turn(content=blocks)
+        else:
+            self._error(rid, -32601, "Method not found")
+        return None
+
+    def drain_output(self) -> list[dict[str, Any]]:
+        """Messages owed to the client outside any event (handshake responses, errors), in order."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def _update(self, update: dict[str, Any]) -> dict[str, Any]:
+        params = {"sessionId": self._session or "", "update": update}
+        return {"jsonrpc": "2.0", "method": "session/update", "params": params}
+
+    def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
+        """``session/update`` per event; the terminal event answers the running prompt."""
+        out = self.drain_output()
+        if isinstance(event, (TextDelta, ThinkingDelta)):
+            kind = "agent_message_chunk" if isinstance(event, TextDelta) else "agent_thought_chunk"
+            out.append(self._update({"sessionUpdate": kind, "content": {"type": "text", "text": event.text}}))
+        elif isinstance(event, ToolUse):
+            update = {
+                "sessionUpdate": "tool_call",
+                "toolCallId": event.id,
+                "title": event.summary or event.name,
+                "kind": "other",
+                "status": "in_progress",
+                "rawInput": dict(event.input),
+            }
+            out.append(self._update(update))
+        elif isinstance(event, ToolResult):
+            update = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": event.tool_use_id,
+                "status": "failed" if event.is_error else "completed",
+                "rawOutput": event.content,
+            }
+            out.append(self._update(update))
+        elif isinstance(event, (TurnCompleted, TurnFailed)) and self._prompt_id is not None:
+            rid, self._prompt_id = self._prompt_id, None
+            if isinstance(event, TurnCompleted):
+                result: dict[str, Any] = {"stopReason": "end_turn"}
+                if event.usage is not None:
+                    u = event.usage
+                    usage = {
+                        "inputTokens": u.input_tokens or 0,
+                        "outputTokens": u.output_tokens or 0,
+                        "totalTokens": (u.input_tokens or 0) + (u.output_tokens or 0),
+                    }
+                    result["usage"] = usage
+                self._reply(rid, result)
+            elif event.code in _REASONS:
+                self._reply(rid, {"stopReason": _REASONS[event.code]})
+            else:
+                self._error(rid, -32603, f"{event.code}: {event.message}" if event.message else event.code)
+            out.extend(self.drain_output())
+        return out

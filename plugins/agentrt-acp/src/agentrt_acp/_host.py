@@ -1,0 +1,422 @@
+"""Host side of ACP: agentrt is the client, the agent CLI a JSON-RPC peer on stdio.
+
+The codec is a small state machine with no I/O.  The first turn's
+``encode_turn`` writes ``initialize`` and keeps the turn; each handshake
+response is decoded into events and the next request (``session/new`` or
+``session/load``, then ``session/set_model`` when a model is asked for and the
+agent lists models, then ``session/prompt``) is left in
+:meth:`AcpHostCodec.drain_output` for the host to write.  The prompt's
+response ends the turn.  Agent requests become
+:class:`~agentrt.events.ControlRequest` events: the permission request as
+``can_use_tool`` (answered through the permission policy), everything else by
+its method (file access answered here when enabled, the rest ``method not
+found``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+import orjson
+import trio
+
+from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn, make_text_delta
+from agentrt.errors import AgentrtError
+from agentrt.events import (
+    ControlRequest,
+    Diagnostic,
+    Event,
+    RawEvent,
+    SessionStarted,
+    TurnCompleted,
+    TurnFailed,
+    Usage,
+)
+
+from . import _fs
+from ._options import AcpOptions
+from ._typed import load_line
+from ._updates import UpdateDecoder
+
+__all__ = ["AcpHostCodec", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
+
+#: The ACP protocol version agentrt speaks.
+PROTOCOL_VERSION = 1
+
+#: ``stopReason`` values that fail the turn, with their code (``end_turn`` completes it).
+STOP_REASON_CODES = {
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "turn_cancelled",
+}
+
+_RPC_CODES = {
+    -32700: "rpc_parse_error",
+    -32600: "rpc_invalid_request",
+    -32601: "rpc_method_not_found",
+    -32602: "rpc_invalid_params",
+    -32603: "rpc_internal_error",
+    -32000: "acp_auth_required",
+    -32002: "resource_not_found",
+}
+_PERMISSION = "session/request_permission"
+_NOT_FOUND = {"code": -32601, "message": "Method not found"}
+
+
+def rpc_error_code(error: Any) -> str:
+    """The stable agentrt code for a JSON-RPC error object (``rpc_error`` when unknown)."""
+    code = error.get("code") if isinstance(error, dict) else None
+    return _RPC_CODES.get(code, "rpc_error") if isinstance(code, int) else "rpc_error"
+
+
+def _rpc_message(error: Any) -> str:
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else "the agent answered with an error"
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+
+    def num(key: str) -> int | None:
+        v = data.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    return Usage(
+        input_tokens=num("inputTokens"),
+        output_tokens=num("outputTokens"),
+        cache_read_input_tokens=num("cachedReadTokens"),
+        cache_creation_input_tokens=num("cachedWriteTokens"),
+    )
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj) + b"\n"
+    except TypeError as exc:  # text that is not valid Unicode (a lone surrogate)
+        raise AgentrtError("unsupported_content_block", f"content is not valid JSON text: {exc}") from None
+
+
+class AcpHostCodec(HostCodec):
+    """Host side of ACP, one instance per agent process."""
+
+    def __init__(self, options: AcpOptions | None = None) -> None:
+        self._options = options or AcpOptions()
+        self._next_id = 0
+        self._pending: dict[Any, str] = {}  # our request id -> method
+        self._agent_requests: dict[str, tuple[Any, str, Any]] = {}  # request_id -> (JSON-RPC id, method, params)
+        self._out: list[bytes] = []
+        self._phase = "idle"  # idle -> handshake -> ready
+        self._turn: Turn | None = None  # the turn waiting for the handshake
+        self._prompt_id: int | None = None
+        self._capabilities: Mapping[str, Any] = {}
+        self._models: bool = False
+        self._resume: str | None = None
+        self._model: str | None = None
+        self._cwd = "/"
+        #: The session the agent opened (or loaded), once it has.
+        self.session_id: str | None = None
+        self._updates = UpdateDecoder()
+        # Typed first parse of text-chunk lines (see _typed).
+        self.line_loader = load_line
+
+    # -- configuration and encoding ------------------------------------------
+    def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
+        """Remember what the handshake asks for: the session to load, the model, the cwd."""
+        self._resume, self._model, self._cwd = resume, model, cwd
+
+    def _request(self, method: str, params: Mapping[str, Any]) -> bytes:
+        rid = self._next_id
+        self._next_id += 1
+        self._pending[rid] = method
+        return _dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+    def _blocks(self, turn: Turn, *, check: bool) -> list[dict[str, Any]]:
+        caps = self._capabilities.get("promptCapabilities")
+        caps = caps if isinstance(caps, dict) else {}
+        out: list[dict[str, Any]] = []
+        for n, block in enumerate(turn.content):
+            if isinstance(block, TextBlock):
+                out.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                if check and caps.get("image") is not True:
+                    raise AgentrtError("unsupported_content_block", "the agent does not accept images")
+                out.append({"type": "image", "mimeType": block.media_type, "data": block.data})
+            elif isinstance(block, DocumentBlock):
+                if check and caps.get("embeddedContext") is not True:
+                    raise AgentrtError("unsupported_content_block", "the agent does not accept embedded resources")
+                resource = {"uri": f"agentrt:document/{n}", "mimeType": block.media_type, "blob": block.data}
+                out.append({"type": "resource", "resource": resource})
+            else:
+                raise AgentrtError("unsupported_content_block", f"ACP cannot carry a {type(block).__name__}")
+        return out
+
+    def encode_turn(self, turn: Turn) -> bytes:
+        """``session/prompt`` once the session is open; before that, ``initialize`` (the turn waits)."""
+        blocks = self._blocks(turn, check=self._phase == "ready")
+        _dumps(blocks)  # refuse text that cannot be encoded before anything is written
+        if self._phase == "ready" and self.session_id is not None:
+            return self._prompt(blocks)
+        self._turn = turn
+        self._phase = "handshake"
+        fs = {"readTextFile": self._options.fs_read, "writeTextFile": self._options.fs_write}
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {"fs": fs, "terminal": False},
+            "clientInfo": {"name": "agentrt", "title": "agentrt", "version": "0.1.0"},
+        }
+        return self._request("initialize", params)
+
+    def _prompt(self, blocks: list[dict[str, Any]]) -> bytes:
+        line = self._request("session/prompt", {"sessionId": self.session_id, "prompt": blocks})
+        self._prompt_id = self._next_id - 1
+        return line
+
+    def encode_interrupt(self) -> bytes | None:
+        """``session/cancel``, and ``cancelled`` for every permission request still open (the spec asks it)."""
+        if self.session_id is None or self._prompt_id is None:
+            return None
+        lines = [_dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": self.session_id}})]
+        for key, (rid, method, _params) in list(self._agent_requests.items()):
+            if method == _PERMISSION:
+                del self._agent_requests[key]
+                result = {"outcome": {"outcome": "cancelled"}}
+                lines.append(_dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
+        return b"".join(lines)
+
+    def drain_output(self) -> bytes | None:
+        """The handshake's next request, when a response called for one."""
+        if not self._out:
+            return None
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    # -- answering agent requests ---------------------------------------------
+    def encode_control_response(
+        self, request: Any, response: Mapping[str, Any] | None, error: str | None
+    ) -> bytes | None:
+        """The JSON-RPC response to an agent request (``None`` when it was already answered).
+
+        A permission request (``can_use_tool``) gets the option of the kind the
+        decision asks for (``allow_once`` then ``allow_always``; ``reject_once``
+        then ``reject_always`` for a denial or an error), else ``cancelled``.
+        Any other request answered with an error gets ``method not found``.
+        """
+        key = request.request_id if isinstance(request, ControlRequest) else None
+        entry = self._agent_requests.pop(key, None) if isinstance(key, str) else None
+        if entry is None:
+            return None
+        rid, method, params = entry
+        if method == _PERMISSION:
+            allow = error is None and response is not None and response.get("behavior") == "allow"
+            kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+            options = params.get("options") if isinstance(params, dict) else None
+            chosen = None
+            for kind in kinds:
+                chosen = next(
+                    (o.get("optionId") for o in options or () if isinstance(o, dict) and o.get("kind") == kind), None
+                )
+                if chosen is not None:
+                    break
+            outcome = {"outcome": "selected", "optionId": chosen} if chosen is not None else {"outcome": "cancelled"}
+            return _dumps({"jsonrpc": "2.0", "id": rid, "result": {"outcome": outcome}})
+        if error is not None or response is None:
+            return _dumps({"jsonrpc": "2.0", "id": rid, "error": {**_NOT_FOUND, "data": {"method": method}}})
+        return _dumps({"jsonrpc": "2.0", "id": rid, "result": dict(response)})
+
+    async def answer_control(self, request: ControlRequest) -> bytes | None:
+        """File requests, when the options enable them (confined to the cwd); ``None`` for the rest."""
+        entry = self._agent_requests.get(request.request_id)
+        if entry is None:
+            return None
+        rid, method, params = entry
+        opts = self._options
+        if method == "fs/read_text_file" and opts.fs_read:
+            op = _fs.read_text_file
+        elif method == "fs/write_text_file" and opts.fs_write:
+            op = _fs.write_text_file
+        else:
+            return None
+        del self._agent_requests[request.request_id]
+        try:
+            result = await trio.to_thread.run_sync(op, self._cwd, params, opts.max_file_bytes)
+        except _fs.FsError as exc:
+            error = {"code": exc.rpc_code, "message": exc.message, "data": {"code": exc.code}}
+            return _dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+        return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    # -- decoding --------------------------------------------------------------
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for one chunk's messages: typed text-chunk lines inlined, the rest via :meth:`decode`.
+
+        Same events as :meth:`decode` per message; a ``(ChunkLine, line)`` pair
+        from :attr:`line_loader` gives a ``TextDelta`` whose ``raw`` is the line.
+        """
+        out: list[Event] = []
+        append = out.append
+        updates = self._updates
+        make = make_text_delta
+        unset = msgspec.UNSET
+        for obj in objs:
+            if type(obj) is tuple:
+                typed, line = obj
+                params = typed.params
+                text = params.update.content.text
+                sid = self.session_id
+                if (
+                    text
+                    and typed.id is unset
+                    and typed.method == "session/update"
+                    and not updates.replaying
+                    and (sid is None or params.sessionId == sid)
+                ):
+                    updates.in_text = True
+                    append(make(text, updates.index, line))
+                    continue
+                obj = orjson.loads(line)
+            out.extend(self.decode(obj))
+        return out
+
+    def decode(self, obj: Any) -> Sequence[Event]:
+        """Events for one JSON-RPC message from the agent."""
+        if type(obj) is tuple:  # a typed line (line_loader), one at a time
+            return self.decode_batch([obj])
+        if type(obj) is not dict:
+            return (Diagnostic(code="unexpected_output_shape", detail="not a JSON-RPC message object", raw=obj),)
+        method = obj.get("method")
+        if method == "session/update":
+            params = obj.get("params")
+            if "id" in obj or not isinstance(params, dict) or not isinstance(params.get("update"), dict):
+                return (Diagnostic(code="unexpected_output_shape", detail="malformed session/update", raw=obj),)
+            sid = params.get("sessionId")
+            if self.session_id is not None and sid != self.session_id:
+                return (Diagnostic(code="unknown_session", detail="session/update for another session", raw=obj),)
+            return self._updates.decode(params["update"], obj)
+        if isinstance(method, str):
+            if "id" not in obj:
+                return (RawEvent(name=method, raw=obj),)
+            return self._agent_request(obj, method)
+        if "id" in obj and ("result" in obj or "error" in obj):
+            return self._response(obj)
+        return (
+            Diagnostic(code="unexpected_output_shape", detail="neither request, notification nor response", raw=obj),
+        )
+
+    def _agent_request(self, obj: dict[str, Any], method: str) -> Sequence[Event]:
+        rid = obj["id"]
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+            return (Diagnostic(code="unexpected_output_shape", detail="request id is not a string or number", raw=obj),)
+        key = orjson.dumps(rid).decode()  # keeps 1 and "1" apart
+        params = obj.get("params")
+        params = params if isinstance(params, dict) else {}
+        self._agent_requests[key] = (rid, method, params)
+        if method == _PERMISSION:
+            call = params.get("toolCall")
+            call = call if isinstance(call, dict) else {}
+            name = call.get("title") or call.get("kind") or "tool"
+            raw_input = call.get("rawInput")
+            request = {
+                "tool_name": name if isinstance(name, str) else "tool",
+                "input": raw_input if isinstance(raw_input, dict) else {},
+                "tool_call": call,
+                "options": params.get("options"),
+            }
+            return (ControlRequest(request_id=key, subtype="can_use_tool", request=request, raw=obj),)
+        return (ControlRequest(request_id=key, subtype=method, request=params, raw=obj),)
+
+    def _response(self, obj: dict[str, Any]) -> Sequence[Event]:
+        rid = obj["id"]
+        method = self._pending.pop(rid, None) if isinstance(rid, (int, str)) else None
+        if method is None:
+            return (Diagnostic(code="unexpected_response", detail="a response to no request of ours", raw=obj),)
+        error = obj.get("error")
+        result = obj.get("result")
+        if "error" in obj or not isinstance(result, dict):
+            error = error if "error" in obj else {"code": -32603, "message": "result is not an object"}
+        if method == "session/prompt":
+            self._prompt_id = None
+            return (self._terminal(result, error, obj),)
+        if method == "initialize":
+            return self._initialized(result, error, obj)
+        if method in ("session/new", "session/load"):
+            return self._opened(method, result, error, obj)
+        if method == "session/set_model":
+            events: list[Event] = [RawEvent(name=method, raw=obj)]
+            if error is not None:
+                detail = f"the agent did not set the model: {_rpc_message(error)}"
+                events = [Diagnostic(code="model_not_set", detail=detail, raw=obj)]
+            return events + self._send_turn()
+        return (RawEvent(name=f"response/{method}", raw=obj),)
+
+    def _terminal(self, result: Any, error: Any, obj: dict[str, Any]) -> Event:
+        if error is not None:
+            return TurnFailed(code=rpc_error_code(error), message=_rpc_message(error), raw=obj)
+        reason = result.get("stopReason")
+        usage = _usage(result.get("usage"))
+        if reason == "end_turn":
+            return TurnCompleted(session_id=self.session_id, usage=usage, raw=obj)
+        code = STOP_REASON_CODES.get(reason) if isinstance(reason, str) else None
+        if code is None:
+            return TurnFailed(
+                code="unknown_stop_reason", message=f"the agent stopped: {reason!r}", usage=usage, raw=obj
+            )
+        return TurnFailed(code=code, message=f"the agent stopped the turn ({reason})", usage=usage, raw=obj)
+
+    def _fail_handshake(self, code: str, message: str, obj: Any) -> list[Event]:
+        self._phase, self._turn = "idle", None
+        return [TurnFailed(code=code, message=message, raw=obj)]
+
+    def _initialized(self, result: Any, error: Any, obj: dict[str, Any]) -> list[Event]:
+        if error is not None:
+            return self._fail_handshake("acp_initialize_failed", _rpc_message(error), obj)
+        if result.get("protocolVersion") != PROTOCOL_VERSION:
+            version = result.get("protocolVersion")
+            return self._fail_handshake(
+                "unsupported_protocol_version", f"the agent speaks ACP version {version!r}", obj
+            )
+        caps = result.get("agentCapabilities")
+        self._capabilities = caps if isinstance(caps, dict) else {}
+        params: dict[str, Any] = {"cwd": self._cwd, "mcpServers": [dict(s) for s in self._options.mcp_servers]}
+        if self._resume is not None:
+            if self._capabilities.get("loadSession") is not True:
+                return self._fail_handshake(
+                    "resume_unsupported", "the agent cannot load a session (no loadSession capability)", obj
+                )
+            self._updates.replaying = True
+            self._out.append(self._request("session/load", {"sessionId": self._resume, **params}))
+        else:
+            self._out.append(self._request("session/new", params))
+        return [RawEvent(name="initialize", raw=obj)]
+
+    def _opened(self, method: str, result: Any, error: Any, obj: dict[str, Any]) -> list[Event]:
+        self._updates.replaying = False
+        if error is not None:
+            code = rpc_error_code(error)
+            code = code if code == "acp_auth_required" else f"acp_{method.replace('/', '_')}_failed"
+            return self._fail_handshake(code, _rpc_message(error), obj)
+        sid = result.get("sessionId") if method == "session/new" else self._resume
+        if not isinstance(sid, str) or not sid:
+            return self._fail_handshake("invalid_session_id", "the agent opened no session id", obj)
+        self.session_id = sid
+        self._phase = "ready"
+        models = result.get("models")
+        events: list[Event] = [SessionStarted(session_id=sid, model=self._model, raw=obj)]
+        if self._model and isinstance(models, dict):
+            self._out.append(self._request("session/set_model", {"sessionId": sid, "modelId": self._model}))
+            return events
+        return events + self._send_turn()
+
+    def _send_turn(self) -> list[Event]:
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return []
+        try:
+            blocks = self._blocks(turn, check=True)
+        except AgentrtError as exc:
+            return [TurnFailed(code=exc.code, message=exc.detail or exc.code)]
+        self._out.append(self._prompt(blocks))
+        return []

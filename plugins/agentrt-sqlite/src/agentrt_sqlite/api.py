@@ -1,0 +1,16 @@
+"""The public API of agentrt-sqlite (everything else in this package is private).
+
+Import from here to record conversations or read threads and bots without
+going through the plugin registry::
+
+    from agentrt_sqlite.api import SqliteSink, SqliteStore
+"""
+
+from __future__ import annotations
+
+from ._sink import SqliteSink as SqliteSink
+from ._sink import make_sink as make_sink
+from ._store import SqliteStore as SqliteStore
+from ._store import ThreadSummary as ThreadSummary
+
+__all__ = ["SqliteSink", "SqliteStore", "ThreadSummary", "make_sink"]

@@ -1,0 +1,102 @@
+"""Claude Code through ``@zed-industries/claude-agent-acp``, hosted over ACP, against a fake Anthropic API.
+
+The adapter (npm, in ``.peers/``) runs the real Claude Code CLI
+(``CLAUDE_CODE_EXECUTABLE``, the native binary its npm package ships) with
+``ANTHROPIC_BASE_URL`` on a loopback fake (``fixtures/fake_anthropic.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from agentrt import LaunchSpec, open_conversation
+from agentrt.events import Event, ProcessExited, RawEvent, TextDelta, TurnCompleted
+from agentrt.permissions import deny_all
+from agentrt_acp.codec import AcpDialect
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+from fake_anthropic import serve_fake_anthropic
+
+PEERS = Path(__file__).resolve().parents[2] / ".peers" / "node_modules"
+ADAPTER = PEERS / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
+CLAUDE = PEERS / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+BOUND = 120  # a hang guard only: the real CLI starts slowly on a busy machine
+
+
+def _launch(home: Path, url: str) -> LaunchSpec:
+    node = shutil.which("node")
+    if node is None or not ADAPTER.is_file() or not CLAUDE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("node and .peers/ (npm ci) are required in CI")
+        pytest.skip("claude-agent-acp or Claude Code is not installed (node, and `npm ci` in .peers/)")
+    env = {
+        "CLAUDE_CODE_EXECUTABLE": str(CLAUDE),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-test-not-a-secret",
+        "HOME": str(home),
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    return LaunchSpec(
+        executable=os.path.realpath(node),
+        prefix_args=(str(ADAPTER),),
+        env_entries=env,
+        protocol="acp",
+        model="claude-test",
+    )
+
+
+async def _turn(conv: Any, prompt: str) -> tuple[list[Event], Any]:
+    events: list[Event] = []
+    with trio.fail_after(BOUND):
+        stream = conv.send(prompt)
+        async for ev in stream:
+            events.append(ev)
+    return events, stream.terminal
+
+
+async def test_claude_code_through_claude_agent_acp(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    parent = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    with serve_fake_anthropic("Hello from the fake API.") as api:
+        launch = _launch(home, api.url)
+        async with open_conversation(
+            launch, dialect=AcpDialect(), permission_policy=deny_all, parent_env=parent, cwd=str(work), term_grace=5
+        ) as conv:
+            first, result = await _turn(conv, "hello")
+            assert isinstance(result, TurnCompleted), result
+            assert "".join(ev.text for ev in first if isinstance(ev, TextDelta)) == "Hello from the fake API."
+            assert result.usage is not None and (result.usage.input_tokens, result.usage.output_tokens) == (10, 5)
+            _, again = await _turn(conv, "again")
+            assert isinstance(again, TurnCompleted) and again.session_id == result.session_id
+            session = conv.session_id
+            assert session is not None
+            # The model went through the session, not argv: the API saw it.
+            assert {r.get("model") for r in api.requests} == {"claude-test"}
+        # The adapter does not exit when stdin closes: the bounded stop ended it.
+        assert conv.exit_status is not None and conv.exit_status.requested
+        async with open_conversation(
+            launch,
+            dialect=AcpDialect(),
+            permission_policy=deny_all,
+            parent_env=parent,
+            cwd=str(work),
+            resume=session,
+            term_grace=5,
+        ) as conv:
+            events, resumed = await _turn(conv, "third")
+            assert isinstance(resumed, TurnCompleted) and resumed.session_id == session
+            # The history replayed by session/load is not this turn's reply text.
+            assert "".join(ev.text for ev in events if isinstance(ev, TextDelta)) == "Hello from the fake API."
+            assert [ev for ev in events if isinstance(ev, RawEvent) and ev.name == "replay/agent_message_chunk"]
+            assert not [ev for ev in events if isinstance(ev, ProcessExited)]
