@@ -3,8 +3,9 @@
 Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
 failure (exit before result, oversize output, spawn failure, or a sink that
-failed on some events: ``sink_failed``, so output is never silently missing);
-130 / 143 interrupted by SIGINT / SIGTERM (the agent was stopped first).
+failed on some events: ``sink_failed``, so output is never silently missing;
+``turn_timeout`` after ``--timeout``); 130 / 143 interrupted by SIGINT / SIGTERM
+(the agent was stopped first).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ EXIT_OK = 0
 EXIT_AGENT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_RUNTIME = 3
+#: The most a prompt read from stdin may hold.
+MAX_STDIN_PROMPT = 16 * 1024 * 1024
 
 
 def fail(code: str, message: str, status: int = EXIT_USAGE) -> NoReturn:
@@ -112,12 +115,16 @@ def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None
 @click.option("--thread", help="Named thread: resume its session and remember the new one.")
 @click.option("--no-log", is_flag=True, help="Do not record this conversation in the database.")
 @click.option("--json", "as_json", is_flag=True, help="Print one normalized event per line.")
-@click.argument("prompt")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="End the turn with turn_timeout (exit 3) if it has no result by then.")
+@click.argument("prompt", required=False)
 def run(
     agent: str | None, protocol: str | None, model: str | None, resume: str | None, continue_: bool,
-    thread: str | None, no_log: bool, as_json: bool, prompt: str,
+    thread: str | None, no_log: bool, as_json: bool, timeout: float | None, prompt: str | None,
 ) -> None:
     """Send PROMPT to the agent CLI named by -a or the launch contract and stream the reply.
+
+    Without PROMPT, or with -, the prompt is read from stdin (when it is not a terminal).
 
     The CLI is a named agent of the config file, or configured by AWP_AGENT_CLI_EXECUTABLE,
     AWP_AGENT_CLI_ARGS_JSON, AWP_AGENT_CLI_ENV_JSON, AWP_AGENT_CLI_PROTOCOL and
@@ -132,6 +139,7 @@ def run(
     from .errors import AgentrtError
 
     env = dict(os.environ)
+    prompt = _read_prompt(prompt)
     config = load_config_for_cli(env)
     if resume is not None and not is_valid_session_id(resume):
         fail("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
@@ -160,9 +168,34 @@ def run(
         store = plugins.thread_store(env)
         if store is None:
             fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
+    from ._env_hint import unpassed_warning
+
+    warning = unpassed_warning(env, launch.child_env(env))
+    if warning:
+        click.echo(warning, err=True)
     sink = _StdoutSink(as_json)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink)
+    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout)
     sys.exit(status)
+
+
+def _read_prompt(prompt: str | None) -> str:
+    """``prompt``, or (none given, or ``-``) the whole of stdin, bounded; exits 2 when there is none."""
+    if prompt is not None and prompt != "-":
+        return prompt
+    stdin = sys.stdin
+    if stdin is None or stdin.closed:
+        fail("prompt_missing", "give PROMPT, or pipe it on stdin")
+    if prompt is None and stdin.isatty():
+        # A terminal would wait for Ctrl-D without saying so: `-` asks for that explicitly.
+        fail("prompt_missing", "give PROMPT, or pipe it on stdin (or give - to type it, ending with Ctrl-D)")
+    data = stdin.buffer.read(MAX_STDIN_PROMPT + 1)
+    if len(data) > MAX_STDIN_PROMPT:
+        fail("prompt_too_large", f"the prompt on stdin exceeds {MAX_STDIN_PROMPT} bytes")
+    text = data.decode("utf-8", "replace")
+    if not text.strip():
+        fail("prompt_empty", "the prompt read from stdin is empty")
+    # The trailing newline of `echo` or a here-document is not part of the question.
+    return text[:-1] if text.endswith("\n") else text
 
 
 async def _run(
@@ -176,6 +209,7 @@ async def _run(
     sink: _StdoutSink,
     prompt: str,
     log_sink: Any = None,
+    turn_timeout: float | None = None,
 ) -> int:
     import trio
 
@@ -216,13 +250,18 @@ async def _run(
             terminal = None
             with trio.CancelScope() as reading:
                 sink.on_closed = reading.cancel
+                if turn_timeout is not None:
+                    reading.deadline = trio.current_time() + turn_timeout
                 terminal = await conv.ask(prompt)
+            if reading.cancelled_caught and not sink.output_closed:
+                timed_out.append(True)
             session_id = conv.session_id
         # Read after the block: the sinks have been flushed and closed by then.
         return terminal, session_id, conv.sink_failures
 
     outcome: tuple[Any, str | None, Any] | None = None
     stopped_by: list[int] = []
+    timed_out: list[bool] = []
     # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -269,11 +308,19 @@ async def _run(
     if sink.output_closed:
         click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
         return EXIT_RUNTIME
+    if timed_out:
+        click.echo(f"agentrt: error: turn_timeout: no result within {turn_timeout:g} s; the agent was stopped",
+                   err=True)
+        return EXIT_RUNTIME
     if sink_failures:
         # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
         names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
         click.echo(f"agentrt: error: sink_failed: output is incomplete: {names}", err=True)
     if isinstance(terminal, TurnFailed):
-        click.echo(f"agentrt: error: {terminal.code}: {terminal.message}", err=True)
+        # An error line always says something: an agent may send a code and nothing else.
+        message = terminal.message.strip()
+        if not message or message == terminal.code:
+            message = "the agent gave no reason"
+        click.echo(f"agentrt: error: {terminal.code}: {message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
     return EXIT_RUNTIME if sink_failures else EXIT_OK

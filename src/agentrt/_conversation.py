@@ -541,9 +541,9 @@ class Conversation:
                 final.extend(self._fail_current("turn_cancelled", "the turn was cancelled"))
             else:
                 how = f"signal={status.signal}" if status.signal is not None else f"code={status.returncode}"
-                final.extend(
-                    self._fail_current("exit_before_result", f"the agent exited before its result ({how})")
-                )
+                from ._why import exit_reason
+
+                final.extend(self._fail_current("exit_before_result", await exit_reason(proc, how)))
         final.append(
             ProcessExited(returncode=status.returncode, signal=status.signal, requested=status.requested)
         )

@@ -222,7 +222,7 @@ def _lenient(line: bytes) -> Any:
     try:
         # JSON.parse accepts a few things orjson refuses (numbers that overflow
         # to Infinity, lone surrogate escapes): keep such lines, as the host did.
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_js_int)
         # orjson (and msgspec, for a typed loader) refuse every lone surrogate, so
         # this slow path is the only way one can enter: repairing here costs the
         # hot path nothing.  The text was decoded from bytes, so a surrogate in
@@ -232,6 +232,12 @@ def _lenient(line: bytes) -> Any:
         return obj
     except (ValueError, RecursionError):
         return _MALFORMED
+
+
+def _js_int(digits: str) -> int | float:
+    """An integer as JSON.parse reads it: past 64 bits a double, so every sink can encode it again."""
+    value = int(digits)
+    return value if -(2**63) <= value < 2**64 else float(value)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

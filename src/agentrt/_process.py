@@ -202,6 +202,15 @@ class AgentProcess:
         assert self.exit_status is not None
         return self.exit_status
 
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The child's complete environment (what it was spawned with)."""
+        return self._spec.env
+
+    async def wait_stderr_closed(self) -> None:
+        """Wait until the child's stderr reached its end (bound it with the caller's cancel scope)."""
+        await self._stderr_done.wait()
+
     def stderr_tail(self, limit: int = 16384) -> bytes:
         """The last ``limit`` bytes of stderr kept so far."""
         if limit <= 0:

@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import sys
 import uuid
@@ -179,6 +180,29 @@ async def test_chat_streams_cancels_with_ctrl_c_and_resumes_its_thread(tmp_path:
         pids = [int(p) for p in (tmp_path / "agent.pids").read_text().split()]
         assert len(pids) == 3
         for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        await tmux.kill()
+
+
+async def test_sigterm_at_the_terminal_prompt_exits_143(tmp_path: Path) -> None:
+    tmux = Tmux(tmp_path)
+    agent = _agent_script(tmp_path)
+    try:
+        await tmux.start("t", _argv(tmp_path, "t.status", agent))
+        await tmux.wait_for("t", lambda s: s.rstrip().endswith("›"), "the prompt")
+        # The pane runs record_exit.py, whose one child is agentrt chat.
+        wrapper = int(await tmux.pane("t", "#{pane_pid}"))
+        children = Path(f"/proc/{wrapper}/task/{wrapper}/children").read_text().split()
+        (chat_pid,) = [int(c) for c in children]
+        os.kill(chat_pid, signal.SIGTERM)
+        assert await tmux.wait_exit(tmp_path / "t.status") == 143
+        # The prompt was ended, not abandoned: the terminal is out of raw mode.
+        assert (tmp_path / "t.status.tty").read_text() == "cooked"
+        await tmux.wait_text("t", "interrupted: SIGTERM received; the agent was stopped")
+        # The bounded stop ran: the agent it started is gone.
+        for pid in [int(p) for p in (tmp_path / "agent.pids").read_text().split()]:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
     finally:

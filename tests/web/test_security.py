@@ -193,7 +193,8 @@ def test_spawn_failure_is_a_coded_error(tmp_path: Path, agent: Path, server_fact
         name = c.post("/api/threads", headers=h).json()["name"]
         agent.unlink()  # the executable vanished after start-up
         r = c.post(f"/api/threads/{name}/messages", json={"text": "hi"}, headers=h)
-        assert r.status_code == 502 and r.json()["error"]["code"] == "spawn_failed"
+        # Re-checked before the spawn: the launch contract's own code, not a failed exec.
+        assert r.status_code == 502 and r.json()["error"]["code"] == "cli_executable_not_found"
         assert c.get("/api/health").json()["ok"] is True  # the server goes on
 
 

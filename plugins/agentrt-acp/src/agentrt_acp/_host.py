@@ -417,6 +417,6 @@ class AcpHostCodec(HostCodec):
         try:
             blocks = self._blocks(turn, check=True)
         except AgentrtError as exc:
-            return [TurnFailed(code=exc.code, message=exc.detail or exc.code)]
+            return [TurnFailed(code=exc.code, message=exc.detail)]
         self._out.append(self._prompt(blocks))
         return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -19,8 +20,8 @@ def _fail(exc: AgentrtError) -> None:
     sys.exit(2)
 
 
-def _run(main: Callable[[Any], Awaitable[None]]) -> None:
-    """Run ``main(shutdown_event)`` under trio; SIGINT/SIGTERM set the event."""
+def _run(main: Callable[[Any], Awaitable[None]], bind: str | None = None) -> None:
+    """Run ``main(shutdown_event)`` under trio; SIGINT/SIGTERM set the event (``bind``: the address served)."""
     import logging
 
     import trio
@@ -43,13 +44,35 @@ def _run(main: Callable[[Any], Awaitable[None]]) -> None:
 
     try:
         trio.run(root)
-    except AgentrtError as exc:
-        _fail(exc)
-    except BaseExceptionGroup as group:
-        # main's error arrives wrapped by root's nursery: a lone AgentrtError is still a clean exit 2.
-        if len(group.exceptions) == 1 and isinstance(group.exceptions[0], AgentrtError):
-            _fail(group.exceptions[0])
-        raise
+    except (AgentrtError, OSError, BaseExceptionGroup) as exc:
+        # Background tasks report through nurseries: find the one error that says why.
+        _fail(_reason(exc, bind))
+
+
+def _reason(exc: BaseException, bind: str | None) -> AgentrtError:
+    """The error to print for ``exc``: its lone AgentrtError, or a bind failure; anything else is a bug."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, KeyboardInterrupt)]
+        ours = [e for e in _leaves(exc) if isinstance(e, AgentrtError)]
+        if ours:
+            return ours[0]
+        if len(inner) != 1:
+            raise exc
+        exc = inner[0]
+    if isinstance(exc, AgentrtError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return AgentrtError("address_in_use", f"cannot listen on {bind}: the port is already in use")
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRNOTAVAIL:
+        return AgentrtError("address_not_available", f"cannot listen on {bind}: no such address on this machine")
+    raise exc
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
 
 
 def _ready(kind: str, **fields: Any) -> None:
@@ -80,8 +103,8 @@ def control_plane(
     """Serve the task API: submissions, status, and the worker API (leases, results).
 
     The bearer key comes from AGENTRT_CONTROL_PLANE_API_KEY (or _FILE, or --api-key-file); without
-    one every request is answered 503.  AWP_TASK_LEASE_SECONDS (60) and AWP_TASK_MAX_RETRIES (3)
-    tune leases.
+    one it refuses to start (control_plane_api_key_missing).  AWP_TASK_LEASE_SECONDS (60) and
+    AWP_TASK_MAX_RETRIES (3) tune leases.
     """
     if database and redis_url:
         _fail(AgentrtError("conflicting_storage_options", "give --database or --redis, not both"))
@@ -94,6 +117,12 @@ def control_plane(
         settings = ControlPlaneSettings.from_env(os.environ, api_key=load_api_key(os.environ, api_key_file))
     except AgentrtError as exc:
         _fail(exc)
+    if settings.api_key is None:
+        # Without a key every request would be refused (503): say so now instead of serving nothing.
+        _fail(AgentrtError(
+            "control_plane_api_key_missing",
+            "set AGENTRT_CONTROL_PLANE_API_KEY (or AGENTRT_CONTROL_PLANE_API_KEY_FILE, or --api-key-file)",
+        ))
 
     async def main(shutdown: Any) -> None:
         import trio
@@ -120,7 +149,7 @@ def control_plane(
             with trio.CancelScope(shield=True):
                 await store.aclose()
 
-    _run(main)
+    _run(main, bind=f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
 
 
 @click.command("worker")

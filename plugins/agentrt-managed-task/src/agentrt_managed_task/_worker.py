@@ -229,7 +229,10 @@ class Worker:
                 await trio.sleep(self.settings.retry_max)
                 continue
             except _Refused as exc:
-                raise AgentrtError("worker_registration_refused", f"the control plane answered {exc.status}") from exc
+                why = f" (check {KEY_VAR})" if exc.status in (401, 403) else ""
+                raise AgentrtError(
+                    "worker_registration_refused", f"the control plane answered HTTP {exc.status}{why}"
+                ) from exc
             lease = answer.get("lease_seconds") if isinstance(answer, dict) else None
             if isinstance(lease, int | float) and lease > 0:
                 self._lease_seconds = float(lease)
@@ -262,7 +265,8 @@ class Worker:
                 tasks = []
                 if exc.status in (401, 403):
                     raise AgentrtError(
-                        f"control_plane_http_{exc.status}", "the control plane refused the worker's key"
+                        f"control_plane_http_{exc.status}",
+                        f"the control plane refused the worker's key (check {KEY_VAR})",
                     ) from exc
                 if exc.status == 409:
                     await self._register()

@@ -59,6 +59,14 @@ class _ConnectFailure(Exception):
         self.kind = kind
 
 
+def endpoint_origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: what an error may name (never credentials, path or query)."""
+    parsed = httpx.URL(url)
+    host = parsed.host if ":" not in parsed.host else f"[{parsed.host}]"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    return f"{parsed.scheme}://{host}:{port}"
+
+
 def _is_tls_failure(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     for _ in range(8):  # the ssl error sits a few links down the cause chain
@@ -271,7 +279,10 @@ class OpenAIProvider:
         except _RetryableStatus as exc:
             raise AgentrtError(f"provider_http_{exc.status}", exc.detail) from None
         except _ConnectFailure as exc:
-            raise AgentrtError("provider_connection_failed", f"could not reach the provider ({exc.kind})") from None
+            raise AgentrtError(
+                "provider_connection_failed",
+                f"could not reach the provider at {endpoint_origin(self.config.endpoint)} ({exc.kind})",
+            ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send_once(self, http_request: httpx.Request) -> httpx.Response:
@@ -283,7 +294,8 @@ class OpenAIProvider:
             if _is_tls_failure(exc):
                 # A certificate problem will not go away by asking again.
                 raise AgentrtError(
-                    "provider_tls_failed", "the provider's TLS certificate could not be verified"
+                    "provider_tls_failed",
+                    f"the TLS certificate of {endpoint_origin(self.config.endpoint)} could not be verified",
                 ) from None
             raise _ConnectFailure(type(exc).__name__) from None
         status = response.status_code
@@ -293,9 +305,10 @@ class OpenAIProvider:
             if 300 <= status < 400:
                 raise AgentrtError(
                     "provider_redirect_rejected",
-                    f"the provider answered {status} (redirects are not followed)",
+                    f"the provider at {endpoint_origin(self.config.endpoint)} answered HTTP {status}"
+                    " (redirects are not followed)",
                 )
-            detail = f"the provider answered HTTP {status}"
+            detail = f"the provider at {endpoint_origin(self.config.endpoint)} answered HTTP {status}"
             code = await self._error_code(response)
             if code:
                 detail += f" ({code})"

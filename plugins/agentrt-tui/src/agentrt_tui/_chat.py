@@ -6,7 +6,11 @@ keys in raw mode, so Ctrl-C and Ctrl-D at the prompt are keys, not signals).
 During a turn the terminal is back in cooked mode and Ctrl-C is a SIGINT,
 which a trio signal receiver turns into ``conv.cancel_turn()``: the turn ends
 with ``turn_cancelled`` and the next prompt works.  Ctrl-D or ``/exit`` stop
-the agent cleanly.  When stdin is not a terminal, lines are read plainly.
+the agent cleanly.  When stdin is not a terminal, lines are read plainly, and
+SIGINT between turns ends the chat.  SIGTERM always ends it: the agent gets the
+bounded stop, the prompt gives the terminal back, and the exit status is 143
+(130 for SIGINT).  When stdout is not a terminal, the banner and the usage
+footers go to stderr, so stdout holds only what the agent and the commands say.
 
 Every chat is recorded by the ``sqlite`` sink when that plugin is installed
 (``--no-log`` turns it off); ``--thread NAME`` additionally makes it a named
@@ -18,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +54,7 @@ def _fail(code: str, detail: str) -> None:
 def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool) -> None:
     """Talk with an agent, turn by turn, in the terminal."""
     from agentrt import get_plugins
-    from agentrt._config import load_config
+    from agentrt.config import load_config
 
     env = dict(os.environ)
     try:
@@ -64,9 +69,13 @@ def chat(agent: str | None, thread_name: str | None, protocol: str | None, model
         if store is None:
             _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     try:
-        trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config)
+        signum = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config)
     except AgentrtError as exc:
         _fail(exc.code, exc.detail)
+    if signum is not None:
+        name = signal.Signals(signum).name
+        click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
+        sys.exit(128 + signum)
 
 
 class _Input:
@@ -74,6 +83,11 @@ class _Input:
 
     def __init__(self) -> None:
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        #: True while waiting for a line (between turns).
+        self.reading = False
+        # Clear while the worker thread is inside a read (the terminal may be in raw mode).
+        self._idle = threading.Event()
+        self._idle.set()
         self._session: Any = None
         if self.interactive:
             from prompt_toolkit import PromptSession
@@ -82,18 +96,47 @@ class _Input:
             self._session = PromptSession(history=InMemoryHistory())
 
     def _read(self) -> str:
-        if self._session is not None:
-            text: str = self._session.prompt("› ", handle_sigint=False)
-            return text
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.rstrip("\n")
+        self._idle.clear()
+        try:
+            if self._session is not None:
+                text: str = self._session.prompt("› ", handle_sigint=False)
+                return text
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+        finally:
+            self._idle.set()
 
     async def read(self) -> str:
         """The next line; ``EOFError`` on Ctrl-D / end of input, ``KeyboardInterrupt`` on Ctrl-C."""
-        # Not abandonable: the thread owns the terminal until the user answers.
-        return await trio.to_thread.run_sync(self._read)
+        self.reading = True
+        try:
+            # Abandoned on cancellation (a signal ends the chat): a plain read holds no
+            # state, and a prompt is first told to give the terminal back (stop_reading).
+            return await trio.to_thread.run_sync(self._read, abandon_on_cancel=True)
+        finally:
+            self.reading = False
+
+    async def stop_reading(self) -> None:
+        """End a pending prompt so that the terminal leaves raw mode (bounded: 5 s)."""
+        session = self._session
+        if session is None:
+            return
+        with trio.move_on_after(5):
+            while not self._idle.is_set():
+                app = session.app
+                loop = getattr(app, "loop", None)
+                if app.is_running and loop is not None and not app.future.done():
+                    loop.call_soon_threadsafe(_exit_app, app)
+                # The prompt may be starting up still: ask again until the thread is out.
+                await trio.to_thread.run_sync(self._idle.wait, 0.1)
+
+
+def _exit_app(app: Any) -> None:
+    # In prompt_toolkit's loop: a second request after the first one would raise.
+    if app.is_running and not app.future.done():
+        app.exit(exception=EOFError())
 
 
 async def _chat(
@@ -106,9 +149,10 @@ async def _chat(
     no_log: bool,
     agent: str | None = None,
     config: Any = None,
-) -> None:
+) -> int | None:
+    """Run the chat; returns the signal that ended it, if one did."""
     from agentrt import open_conversation
-    from agentrt._config import resolve_agent
+    from agentrt.config import resolve_agent
 
     from ._sink import TuiSink
 
@@ -132,7 +176,7 @@ async def _chat(
     launch = resolved.launch
     resume = record.session_id if record is not None else None
 
-    tui = TuiSink(sys.stdout)
+    tui = TuiSink(sys.stdout, footer_file=None if sys.stdout.isatty() else sys.stderr)
     sinks: list[Any] = [tui]
     recorder = None if no_log else plugins.sink_for("recorder")
     if recorder is not None:
@@ -145,21 +189,33 @@ async def _chat(
                                  parent_env=env) as conv:
         label = f"thread {thread_name}" if thread_name else "chat"
         resumed = f", resuming {resume}" if resume else ""
-        click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
-                    dim=True)
-        with trio.open_signal_receiver(signal.SIGINT) as sigint:
+        stopped_by: list[int] = []
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            # Printed once the signals are ours, so that it also says a signal will stop the chat cleanly.
+            # Off a terminal the banner is not part of the output (stdout holds the replies).
+            click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
+                        dim=True, err=not sys.stdout.isatty())
             async with trio.open_nursery() as nursery:
-                # Consumes every SIGINT as it arrives; cancel_turn is a no-op between
-                # turns, so a late Ctrl-C never cancels the next turn.
-                nursery.start_soon(_cancel_on_sigint, conv, sigint)
+                nursery.start_soon(_on_signals, conv, signals, reader, nursery.cancel_scope, stopped_by)
                 await _loop(conv, reader, tui, store, thread_name, launch)
                 nursery.cancel_scope.cancel()
         await conv.stop()
+    return stopped_by[0] if stopped_by else None
 
 
-async def _cancel_on_sigint(conv: Any, sigint: Any) -> None:
-    async for _ in sigint:
-        await conv.cancel_turn()
+async def _on_signals(
+    conv: Any, signals: Any, reader: _Input, scope: trio.CancelScope, stopped_by: list[int]
+) -> None:
+    """SIGINT cancels the turn (a no-op between turns on a terminal, so a late Ctrl-C never cancels the
+    next turn); SIGTERM, or SIGINT at a plain prompt, ends the chat (leaving it stops the agent)."""
+    async for signum in signals:
+        if signum == signal.SIGINT and (reader.interactive or not reader.reading):
+            await conv.cancel_turn()
+            continue
+        stopped_by.append(signum)
+        await reader.stop_reading()
+        scope.cancel()
+        return
 
 
 async def _loop(conv: Any, reader: _Input, tui: Any, store: Any, thread_name: str | None, launch: Any) -> None:

@@ -27,7 +27,8 @@ class TuiSink:
     an :class:`~agentrt.sinks.FdWriter`, without a thread round trip per batch;
     when that output's reader goes away, drawing stops (``output_closed``) and
     later batches are dropped.  The ``coalesce`` policy lets the runtime merge
-    deltas when the UI falls behind.
+    deltas when the UI falls behind.  Off a terminal, ``footer_file`` (e.g.
+    stderr) takes the usage footers, so the output holds only the replies.
     """
 
     name = "tui"
@@ -40,6 +41,7 @@ class TuiSink:
         terminal: bool | None = None,
         width: int | None = None,
         buffer_size: int = 256,
+        footer_file: IO[str] | None = None,
     ) -> None:
         self.file: IO[str] = file if file is not None else sys.stdout
         if terminal is None:
@@ -58,7 +60,7 @@ class TuiSink:
         self.view: TurnView = (
             RichView(self.file, force_terminal=True, width=width)
             if terminal
-            else PlainView(self._plain if self._plain is not None else self.file)
+            else PlainView(self._plain if self._plain is not None else self.file, footer_file=footer_file)
         )
         #: Set when the output's reader went away (EPIPE): nothing more is drawn.
         self.output_closed = False

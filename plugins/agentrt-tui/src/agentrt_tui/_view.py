@@ -174,9 +174,11 @@ class TextOut(Protocol):
 class PlainView(TurnView):
     """Plain text for pipes and files: no escape codes, ever."""
 
-    def __init__(self, file: TextOut) -> None:
+    def __init__(self, file: TextOut, footer_file: IO[str] | None = None) -> None:
         super().__init__()
         self.file = file
+        #: Where the usage footer goes (None: with the reply), e.g. stderr so stdout holds only replies.
+        self.footer_file = footer_file
         self._at_line_start = True
         self._shown_status = ""
 
@@ -213,10 +215,13 @@ class PlainView(TurnView):
             self._write(clean(event.result))
         if isinstance(event, TurnFailed):
             self.error(_failure(event))
-        if footer:
+        if footer and self.footer_file is None:
             self._line(f"({footer})")
         elif not self._at_line_start:
             self._write("\n")
+        if footer and self.footer_file is not None:
+            self.footer_file.write(f"({footer})\n")
+            self.footer_file.flush()
         self._shown_status = ""
         self.file.flush()
 

@@ -62,7 +62,7 @@ async def serve_web(
     from hypercorn.trio import serve
 
     from agentrt import get_plugins
-    from agentrt._config import resolve_agent
+    from agentrt.config import resolve_agent
 
     from ._app import WebState, build_app
     from ._bots import BotManager

@@ -1,0 +1,100 @@
+"""Why an agent died: the last lines of its stderr, bounded and with secrets masked.
+
+An agent that exits before its result usually said why on stderr (a missing
+API key, a bad flag, a stack trace).  :func:`exit_reason` appends the newest
+lines of it to the ``exit_before_result`` message, so ``agentrt run`` and the
+``turn_failed`` event carry the agent's own words, never a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._config import MASK, mask_env
+
+if TYPE_CHECKING:
+    from ._process import AgentProcess
+
+__all__ = ["TAIL_LINES", "TAIL_BYTES", "exit_reason", "mask_text", "stderr_lines"]
+
+#: At most this many of the last stderr lines are shown...
+TAIL_LINES = 5
+#: ...and at most this many bytes of them.
+TAIL_BYTES = 2048
+# After the exit, how long the last stderr bytes may take to arrive (a
+# grandchild holding stderr open must not delay the turn's end for long).
+_STDERR_WAIT = 0.5
+# Token shapes masked wherever they appear: provider keys, bearer and basic
+# credentials, URL passwords, `name=value` pairs whose name says secret.
+_TOKEN_RE = re.compile(
+    r"\b(?:sk|pk|rk|xox[abpr]|gh[pousr]|github_pat|glpat)[-_][-_A-Za-z0-9]{8,}"
+    r"|\bAKIA[A-Z0-9]{12,}"
+)
+_AUTH_RE = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[-._~+/A-Za-z0-9]{8,}=*")
+_USERINFO_RE = re.compile(r"(?i)\b(https?://)[^/@\s]+@")
+_SECRET_PAIR_RE = re.compile(
+    r"(?i)\b([\w-]*(?:token|secret|key|passw|auth|credential|cookie|private)[\w-]*)(\s*[=:]\s*)"
+    r"(\"[^\"]*\"|'[^']*'|\S+)"
+)
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def mask_text(text: str, env: Mapping[str, str] | None = None) -> str:
+    """``text`` with secrets masked: values of ``env`` entries that look secret, and token shapes."""
+    if env:
+        shown = mask_env(env)
+        # Longest first, so a secret containing another is masked whole.
+        secrets = sorted({env[k] for k, v in shown.items() if v == MASK and len(env[k]) >= 4}, key=len, reverse=True)
+        for value in secrets:
+            text = text.replace(value, MASK)
+    text = _TOKEN_RE.sub(MASK, text)
+    text = _AUTH_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _USERINFO_RE.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    return _SECRET_PAIR_RE.sub(_mask_pair, text)
+
+
+def _mask_pair(match: re.Match[str]) -> str:
+    name = match.group(1)
+    if name.lower().endswith(("error", "exception")):  # `KeyError: 'x'` says why, it holds no secret
+        return match.group(0)
+    if match.group(3).lower() in ("bearer", "basic", "token", MASK):  # `Authorization: Bearer ****`, done
+        return match.group(0)
+    return f"{name}{match.group(2)}{MASK}"
+
+
+def stderr_lines(tail: bytes, env: Mapping[str, str] | None = None) -> list[str]:
+    """The last non-blank lines of ``tail`` (at most :data:`TAIL_LINES` / :data:`TAIL_BYTES`), masked."""
+    # Mask before cutting, so a cut never leaves half a secret showing.
+    text = mask_text(tail.decode("utf-8", "replace"), env)
+    lines = [_CONTROL_RE.sub("", line).rstrip() for line in text.splitlines()]
+    kept: list[str] = []
+    size = 0
+    for line in reversed([line for line in lines if line.strip()]):
+        if len(kept) == TAIL_LINES:
+            break
+        length = len(line.encode("utf-8", "replace"))
+        if size + length > TAIL_BYTES:
+            if not kept:  # one huge line: its end is the useful part
+                end = line.encode("utf-8", "replace")[-(TAIL_BYTES - 3):].decode("utf-8", "ignore")
+                kept.append("..." + end)
+            break
+        kept.append(line)
+        size += length + 1
+    return kept[::-1]
+
+
+async def exit_reason(proc: AgentProcess, how: str) -> str:
+    """The ``exit_before_result`` message for ``proc``: its exit (``how``) and its last stderr lines."""
+    # Shielded: the turn's end must be reported even while the caller is being cancelled.
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + _STDERR_WAIT):
+        await proc.wait_stderr_closed()
+    message = f"the agent exited before its result ({how})"
+    # 4 KiB raw is enough for TAIL_BYTES shown after masking and dropping blank lines.
+    lines = stderr_lines(proc.stderr_tail(4 * TAIL_BYTES), proc.env)
+    if not lines:
+        return message
+    return message + "; its stderr ended with:\n" + "\n".join(f"  {line}" for line in lines)
