@@ -25,6 +25,15 @@ def slow(session: nox.Session) -> None:
 
 
 @nox.session
+def soak(session: nox.Session) -> None:
+    """The fault-injection soak: AGENTRT_SOAK_N conversations (10,000) against misbehaving agents."""
+    session.install("-r", "requirements-dev.txt")
+    session.run(
+        "python", "-m", "pytest", "-q", "-m", "soak", "--timeout=0", "tests/faults/test_soak.py", *session.posargs
+    )
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over everything."""
     session.install("ruff")

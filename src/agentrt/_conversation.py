@@ -222,6 +222,8 @@ class _TurnState:
         self.terminal: Event | None = None
         self.ended = trio.Event()
         self.cancel_requested = False
+        # The process this turn was written to: only its exit can end the turn.
+        self.proc: AgentProcess | None = None
 
 
 class TurnStream:
@@ -502,14 +504,15 @@ class Conversation:
                 objs = reader.feed(chunk)
             except OutputOversize as exc:
                 oversize = True
+                # Stopped before the turn ends: a next turn must not be written to this agent.
+                with trio.CancelScope(shield=True):
+                    await proc.stop()
                 # What complete lines preceded the oversize one still counts.
                 await self._dispatch(
                     self._decode(codec, exc.objects)
                     + [Diagnostic(code=exc.code, detail="stdout line exceeded 4 MiB; stopping the agent")]
                     + self._fail_current(exc.code, "the agent's output exceeded 4 MiB without a newline")
                 )
-                with trio.CancelScope(shield=True):
-                    await proc.stop()
                 break
             if objs:
                 if reader.malformed_count == seen_malformed:
@@ -533,7 +536,7 @@ class Conversation:
             status = await proc.wait()
         self.exit_status = status
         final: list[Event] = []
-        if self._turn is not None and self._turn.terminal is None:
+        if self._turn is not None and self._turn.terminal is None and self._turn.proc is proc:
             if self._turn.cancel_requested or status.requested:
                 final.extend(self._fail_current("turn_cancelled", "the turn was cancelled"))
             else:
@@ -724,6 +727,7 @@ class Conversation:
                     # A respawned process has a fresh (possibly stateful) codec.
                     data = self._codec.encode_turn(turn)
                 self._inputs_this_process += 1
+                state.proc = proc
                 await proc.send(data)  # the one write attempt of this send
             except AgentrtError as exc:
                 await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))

@@ -195,12 +195,20 @@ async def test_unsupported_block_is_refused_before_anything_is_written(tmp_path:
 
 async def test_cancelling_the_callers_scope_stops_the_child(tmp_path: Path) -> None:
     pid = None
-    with trio.move_on_after(0.5) as scope:
-        async with open_conversation(
-            launch(tmp_path, "hang"), plugins=PLUGINS, parent_env=ENV, term_grace=0.2
+    rec = Recorder()
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery, open_conversation(
+            launch(tmp_path, "hang"), plugins=PLUGINS, sinks=[rec], parent_env=ENV, term_grace=0.2
         ) as conv:
             assert conv.process is not None
             pid = conv.process.pid
+
+            async def cancel_once_the_turn_is_out() -> None:
+                # The turn was written (its TurnStarted went out): now the caller gives up.
+                await rec.wait_for(lambda ev: isinstance(ev, TurnStarted), timeout=30)
+                scope.cancel()
+
+            nursery.start_soon(cancel_once_the_turn_is_out)
             await conv.ask("never answered")
     assert scope.cancelled_caught
     assert pid is not None

@@ -28,6 +28,8 @@ from agentrt_managed_task._config import ClientConfig
 from agentrt_managed_task._jsjson import idempotency_key
 from agentrt_managed_task._tool import ManagedTaskTool
 
+from ._waits import wait_until
+
 API_KEY = "mt-test-key-0123456789abcdef"
 AGENTRT = str(Path(os.path.realpath(os.path.dirname(__import__("sys").executable))) / "agentrt")
 
@@ -212,9 +214,15 @@ def _crash_once_command(tmp_path: Path) -> list[str]:
 
 
 async def _wait_running(store: Any, task_id: str, pidfile: Path) -> None:
-    with trio.fail_after(20):
-        while (await store.get(task_id)).status != "running" or not pidfile.exists() or not pidfile.read_text():
-            await trio.sleep(0.02)
+    async def started() -> bool:
+        return bool((await store.get(task_id)).status == "running" and pidfile.exists() and pidfile.read_text())
+
+    await wait_until(started)
+
+
+async def _finished(store: Any, task_id: str) -> Any:
+    row = await store.get(task_id)
+    return row if row.status in ("success", "failed") else None
 
 
 def _kill_orphan(pidfile: Path) -> None:
@@ -239,9 +247,7 @@ async def test_killed_worker_lease_expires_and_a_second_worker_retries(
         with trio.fail_after(10):
             await first.process.wait()
         await start_worker(spawn_cli, cli_environment, url, tmp_path / "wb", "worker-b")
-        with trio.fail_after(20):
-            while (done := await store.get(row.id)).status not in ("success", "failed"):
-                await trio.sleep(0.05)
+        done = await wait_until(lambda: _finished(store, row.id))
     finally:
         _kill_orphan(tmp_path / "pid")
     assert done.status == "success" and done.agent_id == "worker-b" and done.retry_count == 1
@@ -278,9 +284,8 @@ async def test_killed_worker_at_the_retry_limit_fails_the_task(
     try:
         await _wait_running(store, row.id, tmp_path / "pid")
         worker.process.send_signal(signal.SIGKILL)
-        with trio.fail_after(20):  # no second worker: the maintenance loop reaps the lease
-            while (done := await store.get(row.id)).status == "running":
-                await trio.sleep(0.05)
+        # No second worker: the maintenance loop reaps the lease.
+        done = await wait_until(lambda: _finished(store, row.id))
     finally:
         _kill_orphan(tmp_path / "pid")
     assert done.status == "failed" and done.error == "task lease expired after the configured retry limit"

@@ -14,6 +14,8 @@ import trio
 from agentrt import AgentrtError
 from agentrt_managed_task._server import ControlPlaneSettings, check_bind_host, load_api_key
 
+from ._waits import wait_until
+
 API_KEY = "mt-test-key-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {API_KEY}"}
 
@@ -160,9 +162,10 @@ async def test_maintenance_reaps_without_a_claim(store: Any, control_plane: Any)
         task = (await c.post("/v1/tasks", json={"task_type": "command", "payload": {}})).json()
         await c.post("/v1/agent/register", json={"agent_id": "w"})
         await c.get("/v1/agent/tasks/pending", params={"slots": 1, "agent_id": "w"})
-        with trio.fail_after(5):  # wait for the condition, bounded
-            while (await c.get(f"/v1/tasks/{task['id']}")).json()["status"] != "failed":
-                await trio.sleep(0.05)
+        async def failed() -> bool:
+            return bool((await c.get(f"/v1/tasks/{task['id']}")).json()["status"] == "failed")
+
+        await wait_until(failed)
         final = (await c.get(f"/v1/tasks/{task['id']}")).json()
     assert final["error"] == "task lease expired after the configured retry limit"
 
@@ -258,7 +261,7 @@ async def test_maintenance_forgets_finished_tasks_past_retention(store: Any, con
         result = {"attempt_id": claimed["attempt_id"], "status": "success", "output": {}, "logs": "", "duration_s": 0}
         assert (await c.post(f"/v1/agent/tasks/{task['id']}/result", json=result)).status_code == 200
         assert (await c.get(f"/v1/tasks/{task['id']}")).status_code == 200  # kept until past retention
-        with trio.fail_after(5):
+        with trio.fail_after(60):  # a hang guard: the maintenance loop's own signal ends the wait
             await purged.wait()
         assert (await c.get(f"/v1/tasks/{task['id']}")).status_code == 404
 

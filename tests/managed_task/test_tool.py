@@ -183,8 +183,9 @@ async def test_lost_submission_is_an_unknown_outcome() -> None:
 
 
 async def test_slow_answer_times_out_per_request() -> None:
-    async with serve_replay([ReplayResponse.json({}, delay=5)]) as server:
-        with trio.fail_after(4):
+    # The answer would come after an hour: only the per-request timeout can end the call before the hang guard.
+    async with serve_replay([ReplayResponse.json({}, delay=3600)]) as server:
+        with trio.fail_after(60):
             result = await tool_for(server.url, request_timeout=0.3).call({"argv": ["echo"]}, CTX)
     assert result == {"error": "control_plane_outcome_unknown", "reason": "control_plane_timeout", "task_id": None}
 

@@ -117,7 +117,7 @@ async def test_replayed_bytes_are_exact(kit: Any) -> None:
         async with stream:
             await stream.send_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
             received = bytearray()
-            with trio.fail_after(5):
+            with trio.fail_after(30):
                 while data := await stream.receive_some(65536):
                     received += data
     head, _, body = bytes(received).partition(b"\r\n\r\n")

@@ -17,7 +17,7 @@ async def raw_exchange(port: int, request: bytes) -> tuple[list[bytes], bytes]:
     pieces: list[bytes] = []
     async with stream:
         await stream.send_all(request)
-        with trio.fail_after(5):
+        with trio.fail_after(30):
             while data := await stream.receive_some(65536):
                 pieces.append(data)
     return pieces, b"".join(pieces)

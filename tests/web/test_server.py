@@ -68,14 +68,14 @@ async def test_hub_drops_a_subscriber_that_falls_behind() -> None:
     assert hub.dropped == 1 and hub.subscribers("x") == 0
     # What was buffered is still delivered, then the stream ends (the browser reconnects).
     got = b""
-    with trio.fail_after(5):
+    with trio.fail_after(30):
         async for chunk in slow:
             got += chunk
     assert got.count(b"data: ") == SUBSCRIBER_BUFFER
     hub.close()
     after = hub.stream(hub.subscribe("y"))
     assert (await after.__anext__()).startswith(b"retry:")
-    with trio.fail_after(1):
+    with trio.fail_after(30):
         assert [c async for c in after] == []
 
 
@@ -83,7 +83,7 @@ async def drain(hub: Hub, topic: str, last: str | None) -> bytes:
     stream = hub.stream(hub.subscribe(topic, last))
     head = await stream.__anext__()
     hub.close()
-    with trio.fail_after(5):
+    with trio.fail_after(30):
         return head + b"".join([c async for c in stream])
 
 
