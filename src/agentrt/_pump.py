@@ -30,10 +30,20 @@ from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import Diagnostic, Event
 
-__all__ = ["EXIT_OUTPUT_GRACE", "PumpResult", "pump_events", "decode_objects", "malformed_diagnostic"]
+__all__ = [
+    "EXIT_OUTPUT_GRACE",
+    "MALFORMED_LINE",
+    "PumpResult",
+    "pump_events",
+    "decode_objects",
+    "malformed_diagnostic",
+]
 
 EXIT_OUTPUT_GRACE = 2.0
 """After the agent exits, how long its stdout is still read before reading ends anyway."""
+
+MALFORMED_LINE = "malformed_output_line"
+"""The code of the diagnostic that stands for a stdout line that is not JSON."""
 
 
 @attrs.frozen
@@ -47,9 +57,9 @@ class PumpResult:
 
 
 def malformed_diagnostic(marker: Malformed) -> Diagnostic:
-    """The ``malformed_output_line`` diagnostic for a line that is not JSON."""
+    """The :data:`MALFORMED_LINE` diagnostic for a line that is not JSON."""
     return Diagnostic(
-        code="malformed_output_line",
+        code=MALFORMED_LINE,
         detail=f"malformed stdout line #{marker.count}: {marker.head.decode('utf-8', 'replace')}",
     )
 

@@ -47,18 +47,17 @@ from agentrt.events import (
     Status,
 )
 from agentrt.lowlevel import (
+    MALFORMED_LINE,
     AgentProcess,
-    JsonlReader,
-    Malformed,
-    OutputOversize,
+    Fanout,
     ProcessSpec,
     collapse_single_group,
     open_process,
+    pump_events,
 )
 from agentrt.sinks import Sink
 
 from ._dialect import INVALID_LINE, FastAgentHostCodec
-from ._fanout import Fanout
 from ._launch import (
     InstancePaths,
     LlmProfile,
@@ -95,6 +94,7 @@ LOGIN_STATE_FILES = ("accounts-roster.jsonl", "accounts-runtime.jsonl", "binding
 INVALID_OUTPUT_MESSAGE = "FastAgent emitted invalid JSONL output."
 _QR_REJECTED = "Rejected untrusted QR code URL."
 _EMIT_WAIT = 5.0  # how long a shielded emit may wait for a full sink buffer
+_SINK_CLOSE_WAIT = 5.0  # how long each sink may take to drain, then to close
 _ACTIVE = frozenset({"starting", "waiting_for_qr", "running", "degraded", "stopping"})
 
 Resolver = Callable[[BotRecord], tuple[LlmProfile | None, SandboxConfig]]
@@ -492,33 +492,30 @@ class Supervisor:
     async def _pump_until_exit(self, live: _Live, proc: AgentProcess) -> None:
         """Apply stdout until EOF and the exit, each waiting at most ``exit_grace`` for the other.
 
-        EOF without exit: the process closed stdout but lives on; it is stopped.
-        Exit without EOF: a grandchild holds stdout open; reading stops (and the
-        final stop kills the whole process group).
+        The core's read loop does the reading, framing and decoding; what is
+        FastAgent's own is the policy: an invalid or oversize line is fatal, a
+        lifecycle event is applied to the record.  EOF without exit: the
+        process closed stdout but lives on; it is stopped.  Exit without EOF:
+        a grandchild holds stdout open; reading stops (and the final stop
+        kills the whole process group, the sweep below what escaped it).
         """
         grace = self.config.exit_grace
-        pump_done = trio.Event()
-        eof = False
 
-        async def pump() -> None:
-            nonlocal eof
-            try:
-                await self._pump(live, proc)
-                eof = True
-            finally:
-                pump_done.set()
+        async def on_events(events: list[Event]) -> None:
+            await self._handle(live, events)
+
+        async def on_oversize(before: list[Event]) -> bool:
+            await self._handle(live, before)
+            await self._fatal(live, "a stdout line exceeded the size limit")
+            return True  # keep reading (and discarding) so the process can print stopping/stopped
+
+        result = await pump_events(proc, FastAgentHostCodec(), on_events, on_oversize=on_oversize, exit_grace=grace)
+        if result.eof:
             with trio.move_on_after(grace):
                 await proc.exited.wait()
             if not proc.exited.is_set():
                 await proc.stop()
-
-        async with _unwrap_single(), trio.open_nursery() as nursery:
-            nursery.start_soon(pump)
-            await proc.exited.wait()
-            with trio.move_on_after(grace):
-                await pump_done.wait()
-            nursery.cancel_scope.cancel()
-        if not eof and live.stdout_pipe is not None:
+        elif live.stdout_pipe is not None:
             # Exited, yet stdout never ended: a grandchild holds it.  The final stop kills the
             # bot's group; one in a group (or session) of its own is found by the pipe it holds.
             pipe = live.stdout_pipe
@@ -527,34 +524,13 @@ class Supervisor:
                 detail = f"killed {len(holders)} process(es) still holding stdout after the exit"
                 await self._emit(live.bot_id, [Diagnostic(code="fastagent_stdout_held", detail=detail)])
 
-    async def _pump(self, live: _Live, proc: AgentProcess) -> None:
-        reader = JsonlReader()
-        codec = FastAgentHostCodec()
-        while True:
-            chunk = await proc.receive_some()
-            if not chunk:
-                break
-            try:
-                objs = reader.feed(chunk)
-            except OutputOversize as exc:
-                for obj in exc.objects:
-                    await self._handle(live, codec, obj)
-                await self._fatal(live, "a stdout line exceeded the size limit")
-                # Keep reading (and discarding) so the process can print stopping/stopped.
-                reader = JsonlReader()
-                continue
-            for obj in objs:
-                await self._handle(live, codec, obj)
-        for obj in reader.finish():
-            await self._handle(live, codec, obj)
-
-    async def _handle(self, live: _Live, codec: FastAgentHostCodec, obj: Any) -> None:
-        if isinstance(obj, Malformed):
-            await self._fatal(live, "a stdout line is not JSON")
-            return
-        for ev in codec.decode(obj):
-            if isinstance(ev, Diagnostic) and ev.code == INVALID_LINE:
-                await self._fatal(live, ev.detail)
+    async def _handle(self, live: _Live, events: Sequence[Event]) -> None:
+        for ev in events:
+            if isinstance(ev, Diagnostic):
+                if ev.code == INVALID_LINE:
+                    await self._fatal(live, ev.detail)
+                elif ev.code == MALFORMED_LINE:
+                    await self._fatal(live, "a stdout line is not JSON")
             elif isinstance(ev, Lifecycle):
                 await self._apply(live, ev)
 
@@ -782,7 +758,9 @@ async def open_supervisor(
     lock_fd = await trio.to_thread.run_sync(_take_lock, config) if config.lock else None
     try:
         async with _unwrap_single(), trio.open_nursery() as sink_nursery:
-            fanout = Fanout(sink_nursery, sinks)
+            # Batches of several bots share the fan-out: never coalesced, and a sink
+            # that fails once is detached (lifecycle events are few and matter).
+            fanout = Fanout(sink_nursery, sinks, coalesce=False, max_failures=1, close_timeout=_SINK_CLOSE_WAIT)
             try:
                 async with _unwrap_single(), trio.open_nursery() as nursery:
                     sup = Supervisor(nursery, store, config=config, resolve=resolve, fanout=fanout)
