@@ -194,8 +194,10 @@ def test_the_terminal_is_recorded_on_the_turn() -> None:
          ["turn_failed:exit_before_result", "process_exited"]),
         (ExitStatus(returncode=None, signal=9, requested=False), False,
          ["turn_failed:exit_before_result", "process_exited"]),
-        (ExitStatus(returncode=0, signal=None, requested=True), False, ["turn_failed:turn_cancelled", "process_exited"]),
-        (ExitStatus(returncode=0, signal=None, requested=False), True, ["turn_failed:turn_cancelled", "process_exited"]),
+        (ExitStatus(returncode=0, signal=None, requested=True), False,
+         ["turn_failed:turn_cancelled", "process_exited"]),
+        (ExitStatus(returncode=0, signal=None, requested=False), True,
+         ["turn_failed:turn_cancelled", "process_exited"]),
     ],
 )  # fmt: skip
 def test_exit_before_the_terminal_fails_the_turn(status: ExitStatus, cancel: bool, expected: list[str]) -> None:
