@@ -15,7 +15,8 @@ are not: import from here).  The pieces:
 * framing: :class:`JsonlReader` splits stdout bytes into parsed JSON lines,
   with :class:`Malformed` markers for lines that are not JSON and
   :class:`OutputOversize` (``runtime_output_oversize``) past
-  :data:`MAX_LINE_BYTES`; :func:`parse_line` and :func:`encode_line` are the
+  :data:`MAX_LINE_BYTES` (or, with ``on_oversize="skip"``, an
+  :class:`OversizeLine` marker in the long line's place); :func:`parse_line` and :func:`encode_line` are the
   one-line forms;
 * the host engine: :func:`pump_events` is the read loop every host uses
   (stdout → framing → codec → event lists, with malformed/oversize handling
@@ -47,6 +48,7 @@ from ._framing import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._framing import JsonlReader as JsonlReader
 from ._framing import Malformed as Malformed
 from ._framing import OutputOversize as OutputOversize
+from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_line as parse_line
 from ._process import READ_SIZE as READ_SIZE
@@ -82,6 +84,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "Malformed",
     "OutputOversize",
+    "OversizeLine",
     "ProcessSpec",
     "READ_SIZE",
     "collapse_single_group",
