@@ -2,9 +2,10 @@
 
 One :class:`Supervisor` runs inside :func:`open_supervisor`'s nursery.  Each
 bot with ``desired_state == "running"`` gets one task that spawns FastAgent
-(after a managed-skills sync), reads its stdout through the shared framing and
-the ``fastagent`` dialect, and applies each event to the bot's record in order
-(the event → state rules of the reference supervisor).  A reconciler loop
+(after a managed-skills sync), reads its stdout through the core's read loop
+(:func:`agentrt.lowlevel.pump_events`) and the ``fastagent`` dialect, and
+applies each event to the bot's record in order (the event → state rules of
+the reference supervisor, pure functions in ``_transitions``).  A reconciler loop
 (bounded interval, woken early by requests and by backoff expiry) starts and
 stops processes so that they match what the store asks for.  Because it only
 reads the desired state from the store, any process sharing the store (the
@@ -71,7 +72,22 @@ from ._launch import (
 )
 from ._procinfo import kill_pipe_holders, pipe_of, process_start_time, stop_orphan_tree
 from ._schema import normalize_qr_url
-from ._skills import SyncResult, sync_managed_skills
+from ._skills import sync_managed_skills
+from ._transitions import (
+    ACTIVE,
+    ONE_SHOT,
+    QR_REJECTED,
+    crash_plan,
+    desired_running,
+    in_backoff,
+    is_requested,
+    lifecycle_change,
+    mark_stopped,
+    reason,
+    reset_for_reissue,
+    reset_for_restart,
+    sync_status,
+)
 
 __all__ = [
     "SupervisorConfig",
@@ -87,15 +103,12 @@ __all__ = [
 STATES = ("starting", "waiting_for_qr", "running", "degraded", "stopping", "stopped", "failed")
 #: Desired states the store may hold; ``restart`` and ``reissue_qr`` are one-shot requests.
 DESIRED_STATES = ("running", "stopped", "restart", "reissue_qr")
-_ONE_SHOT = ("restart", "reissue_qr")
 #: Login state FastAgent keeps in the data directory; a QR reissue deletes it.
 LOGIN_STATE_FILES = ("accounts-roster.jsonl", "accounts-runtime.jsonl", "bindings.jsonl")
 #: Recorded with ``RUNTIME_ERROR`` when a process prints something the contract forbids.
 INVALID_OUTPUT_MESSAGE = "FastAgent emitted invalid JSONL output."
-_QR_REJECTED = "Rejected untrusted QR code URL."
 _EMIT_WAIT = 5.0  # how long a shielded emit may wait for a full sink buffer
 _SINK_CLOSE_WAIT = 5.0  # how long each sink may take to drain, then to close
-_ACTIVE = frozenset({"starting", "waiting_for_qr", "running", "degraded", "stopping"})
 
 Resolver = Callable[[BotRecord], tuple[LlmProfile | None, SandboxConfig]]
 """Turns a bot's record into its LLM profile and sandbox (may raise :class:`AgentrtError`)."""
@@ -192,7 +205,7 @@ class Supervisor:
 
     async def request_start(self, bot_id: str) -> None:
         """Ask for the bot to run (a ``failed`` bot is reset, as a user restart)."""
-        await self._update(bot_id, _desired_running)
+        await self._update(bot_id, desired_running)
         self.wake()
 
     async def request_stop(self, bot_id: str) -> None:
@@ -270,7 +283,7 @@ class Supervisor:
                     await self.store.save_bot(new)
         out = list(events)
         if new.status != rec.status:
-            out.append(StateChanged(state=new.status, previous=rec.status, reason=_reason(new)))
+            out.append(StateChanged(state=new.status, previous=rec.status, reason=reason(new)))
         await self._emit(bot_id, out)
         return new
 
@@ -319,7 +332,7 @@ class Supervisor:
             if self._closing:
                 return
             live = self._live.get(rec.bot_id)
-            if rec.desired_state in _ONE_SHOT:
+            if rec.desired_state in ONE_SHOT:
                 if live is not None:
                     if not live.stop_requested:
                         self._nursery.start_soon(self._stop_live, live, f"{rec.desired_state} requested")
@@ -327,11 +340,11 @@ class Supervisor:
                 if rec.desired_state == "reissue_qr":
                     paths = instance_paths(self.config.instances_dir, rec.bot_id)
                     await trio.to_thread.run_sync(_forget_login, paths.data)
-                    rec = await self._update(rec.bot_id, _reset_for_reissue)
+                    rec = await self._update(rec.bot_id, reset_for_reissue)
                 else:
-                    rec = await self._update(rec.bot_id, _reset_for_restart)
+                    rec = await self._update(rec.bot_id, reset_for_restart)
             if rec.desired_state == "running":
-                if live is None and rec.status != "failed" and not _in_backoff(rec, now):
+                if live is None and rec.status != "failed" and not in_backoff(rec, now):
                     if rec.pid is not None:
                         await self._recover_orphan(rec)
                     self._start(rec.bot_id)
@@ -360,7 +373,7 @@ class Supervisor:
         )
 
         def mark(r: BotRecord) -> BotRecord:
-            status = "stopped" if r.status in _ACTIVE else r.status
+            status = "stopped" if r.status in ACTIVE else r.status
             return attrs.evolve(r, pid=None, process_started_at=None, status=status)
 
         await self._update(rec.bot_id, mark)
@@ -397,9 +410,9 @@ class Supervisor:
                 return
             if self.config.sync_skills:
                 result = await trio.to_thread.run_sync(sync_managed_skills, paths.data, self.config.skills_bundle)
-                await self._emit(bot_id, [_sync_status(result)])
+                await self._emit(bot_id, [sync_status(result)])
             if live.stop_requested or self._closing:
-                await self._update(bot_id, _mark_stopped)
+                await self._update(bot_id, mark_stopped)
                 return
             exited = await self._run_process(live, spec, paths)
         except AgentrtError as exc:
@@ -586,67 +599,18 @@ class Supervisor:
             await self._fatal(live, "login_confirmed without data.accountId")
             return
         now = time.time()
+        cfg = self.config
 
         def change(r: BotRecord) -> BotRecord:
-            k = ev.kind
-            if k == "process_started":
-                return attrs.evolve(r, status="starting")
-            if k == "qr_code":
-                url = normalize_qr_url(data.get("qrCodeUrl"))
-                if url is None:
-                    return attrs.evolve(r, last_error_code="INVALID_QR_URL", last_error_message=_QR_REJECTED)
-                qr_id = data.get("qrCodeId")
-                return attrs.evolve(
-                    r, status="waiting_for_qr", last_qr_code_url=url,
-                    last_qr_code_id=qr_id if isinstance(qr_id, str) and qr_id else ev.timestamp,
-                )  # fmt: skip
-            if k == "login_confirmed":
-                return attrs.evolve(r, account_id=data["accountId"])
-            if k == "running":
-                acct = data.get("accountId")
-                return attrs.evolve(
-                    r, status="running", restart_count=0, backoff_until=None, last_error_code=None,
-                    last_error_message=None,
-                    account_id=acct if isinstance(acct, str) and acct else r.account_id,
-                )  # fmt: skip
-            if k == "account_invalid":
-                return attrs.evolve(r, status="degraded")
-            if k == "runtime_error":
-                code, err = data.get("code"), data.get("error")
-                return attrs.evolve(
-                    r,
-                    last_error_code=code if isinstance(code, str) and code else "RUNTIME_ERROR",
-                    last_error_message=err if isinstance(err, str) and err else ev.message,
-                )
-            if k == "stopping":
-                if r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping":
-                    return attrs.evolve(r, status="stopping")
-                return r
-            # stopped
-            live.saw_stopped = True
-            if _is_requested(r):
-                return attrs.evolve(r, status="stopped", pid=None, process_started_at=None)
-            return self._crash_plan(r, ev.message, now)
+            if ev.kind == "stopped":
+                live.saw_stopped = True
+            return lifecycle_change(r, ev, now, backoff=cfg.backoff, max_restarts=cfg.max_restarts)
 
         if ev.kind == "qr_code" and normalize_qr_url(data.get("qrCodeUrl")) is None:
-            extra.append(Diagnostic(code="invalid_qr_url", detail=_QR_REJECTED))
+            extra.append(Diagnostic(code="invalid_qr_url", detail=QR_REJECTED))
         new = await self._update(bot_id, change, [ev, *extra])
         if ev.kind == "stopped" and new.status == "stopped" and new.backoff_until is not None:
             self._nursery.start_soon(self._wake_at, new.backoff_until)
-
-    def _crash_plan(self, r: BotRecord, message: str, now: float) -> BotRecord:
-        count = r.restart_count
-        nxt = count + 1
-        if nxt >= self.config.max_restarts:
-            return attrs.evolve(
-                r, status="failed", restart_count=nxt, backoff_until=None, pid=None,
-                process_started_at=None, last_error_code="RUNTIME_ERROR", last_error_message=message,
-            )  # fmt: skip
-        delays = self.config.backoff
-        return attrs.evolve(
-            r, status="stopped", restart_count=nxt, pid=None, process_started_at=None,
-            backoff_until=now + delays[min(count, len(delays) - 1)],
-        )  # fmt: skip
 
     async def _after_exit(self, bot_id: str, returncode: int | None, sig: int | None) -> None:
         """The process ended without a ``stopped`` event: decide stop or crash from the record."""
@@ -654,10 +618,13 @@ class Supervisor:
         now = time.time()
 
         def change(r: BotRecord) -> BotRecord:
-            if _is_requested(r) or r.status == "failed":
+            if is_requested(r) or r.status == "failed":
                 return attrs.evolve(r, status=r.status if r.status == "failed" else "stopped", pid=None,
                                     process_started_at=None)  # fmt: skip
-            return self._crash_plan(r, f"FastAgent exited without a stopped event ({how}).", now)
+            return crash_plan(
+                r, f"FastAgent exited without a stopped event ({how}).", now,
+                backoff=self.config.backoff, max_restarts=self.config.max_restarts,
+            )  # fmt: skip
 
         try:
             new = await self._update(bot_id, change)
@@ -684,61 +651,9 @@ class Supervisor:
             pass  # logs are best effort
 
 
-def _is_requested(r: BotRecord) -> bool:
-    return r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping"
-
-
-def _in_backoff(r: BotRecord, now: float) -> bool:
-    return r.backoff_until is not None and now < r.backoff_until
-
-
-def _reason(r: BotRecord) -> str:
-    if r.status in ("failed",) and r.last_error_code:
-        return r.last_error_code
-    return ""
-
-
-def _desired_running(r: BotRecord) -> BotRecord:
-    if r.status == "failed":
-        return attrs.evolve(r, desired_state="running", status="stopped", restart_count=0, backoff_until=None)
-    return attrs.evolve(r, desired_state="running")
-
-
-def _reset_for_restart(r: BotRecord) -> BotRecord:
-    status = "stopped" if r.status in ("failed", *_ACTIVE) else r.status
-    return attrs.evolve(
-        r, desired_state="running", status=status, restart_count=0, backoff_until=None, pid=None,
-        process_started_at=None,
-    )  # fmt: skip
-
-
-def _reset_for_reissue(r: BotRecord) -> BotRecord:
-    return attrs.evolve(_reset_for_restart(r), last_qr_code_url=None, last_qr_code_id=None, account_id=None)
-
-
 def _forget_login(data: Path) -> None:
     for name in LOGIN_STATE_FILES:
         (data / name).unlink(missing_ok=True)
-
-
-def _mark_stopped(r: BotRecord) -> BotRecord:
-    return attrs.evolve(r, status="stopped", pid=None, process_started_at=None)
-
-
-def _sync_status(result: SyncResult) -> Status:
-    detail: dict[str, Any] = {
-        "status": result.status,
-        "installed": list(result.installed_skills),
-        "updated": list(result.updated_skills),
-        "removed": list(result.removed_skills),
-        "repairedMarkers": list(result.repaired_markers),
-        "skippedConflicts": list(result.skipped_conflicts),
-        "cleanedDebris": list(result.cleaned_debris),
-    }
-    if result.error_code:
-        detail["errorCode"] = result.error_code
-        detail["error"] = result.error
-    return Status(kind="managed_skills_sync", label=result.status, detail=detail)
 
 
 @asynccontextmanager
