@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentrt.events import (
     ControlRequest,
@@ -227,3 +229,68 @@ def test_a_new_process_speaks_before_input_again() -> None:
     rules.new_process()
     out, _, _ = rules.apply([TextDelta(text="x")])
     assert _shape(out) == ["diagnostic:output_before_input"]
+
+
+# --- any interleaving: the invariants hold ---
+
+_EVENTS = st.sampled_from(
+    [
+        TextDelta(text="t"),
+        TurnCompleted(),
+        TurnFailed(code="agent_error"),
+        SessionStarted(session_id="s1"),
+        SessionStarted(session_id="s2"),
+        SessionStarted(session_id="bad id"),
+        CONTROL,
+        Diagnostic(code="d"),
+    ]
+)
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("events"), st.lists(_EVENTS, max_size=6)),
+        st.tuples(st.just("begin"), st.none()),
+        st.tuples(st.just("input"), st.none()),
+        st.tuples(st.just("cancel"), st.none()),
+        st.tuples(st.just("respawn"), st.none()),
+        st.tuples(st.just("exit"), st.booleans()),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_OPS)
+def test_any_interleaving_keeps_one_terminal_per_turn_and_one_session(ops: list[tuple[str, Any]]) -> None:
+    rules = TurnRules()
+    turns = 0
+    per_turn: dict[int, list[Event]] = {}
+    for op, arg in ops:
+        turn = rules.turn
+        if op == "begin":
+            if turn is not None and turn.live:
+                continue  # the conversation refuses a second turn in flight
+            turns += 1
+            rules.begin_turn(turns)
+            continue
+        if op == "input":
+            rules.input_sent()
+            continue
+        if op == "cancel":
+            if turn is not None:
+                turn.cancel_requested = True
+            continue
+        if op == "respawn":
+            rules.new_process()
+            continue
+        events = rules.at_exit(ExitStatus(returncode=1, signal=None, requested=arg)) if op == "exit" else arg
+        out, for_turn, controls = rules.apply(events)
+        assert all(any(o is f for o in out) for f in for_turn)  # the turn's events all reach the sinks
+        assert controls == [ev for ev in out if isinstance(ev, ControlRequest)]
+        if turn is not None:
+            per_turn.setdefault(turn.number, []).extend(for_turn)
+    for number, events in per_turn.items():
+        terminals = [ev for ev in events if isinstance(ev, (TurnCompleted, TurnFailed))]
+        assert len(terminals) <= 1, number
+        if terminals:
+            assert events[-1] is terminals[0]  # nothing of a turn after its terminal
+    assert rules.session_id in (None, "s1", "s2")
