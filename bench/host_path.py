@@ -157,9 +157,8 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     """
     import orjson
 
-    from agentrt import Conversation, LaunchSpec, Plugins
-    from agentrt.lowlevel import JsonlReader
-    from agentrt.permissions import deny_all
+    from agentrt import Plugins
+    from agentrt.lowlevel import JsonlReader, TurnRules
 
     plugins = Plugins(autoload=True)
     dialect = plugins.dialect(protocol)
@@ -167,24 +166,15 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
 
     def host() -> float:
-        conv = Conversation(
-            nursery=None,  # type: ignore[arg-type]
-            launch=LaunchSpec(executable="/bin/true", protocol=protocol),
-            dialect=dialect,
-            permission_policy=deny_all,
-            cwd=None,
-            parent_env={},
-            conversation_id="bench",
-            resume=None,
-        )
-        conv._inputs_this_process = 1  # a turn was sent: no output_before_input path
+        rules = TurnRules()
+        rules.input_sent()  # a turn was sent: no output_before_input path
         codec = dialect.host_codec()
         reader = JsonlReader(codec.line_loader)
         t0 = time.process_time()
         for chunk in chunks:
             objs = reader.feed(chunk)
             if objs:  # as the pump does: one batch call when every line parsed
-                conv._apply(codec.decode_batch(objs))
+                rules.apply(codec.decode_batch(objs))
         return time.process_time() - t0
 
     def floor() -> float:

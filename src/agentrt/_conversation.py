@@ -1,32 +1,27 @@
-"""A conversation: turns over one live agent process, with the contract's turn rules.
+"""A conversation: turns over one live agent process (orchestration only).
 
-The conversation owns the read loop (stdout chunk → framing → codec → turn
-rules → batch), and that loop *is* the stdout pump: no channel sits between
-the pipe and the decoder, and everything decoded from one chunk travels as one
-:class:`~agentrt.events.EventBatch`, so the per-line cost stays a few hundred
-nanoseconds above JSON parsing.
+The pieces it orchestrates each live in their own module:
 
-Turn rules enforced here, whatever the dialect:
+* the read loop (stdout → framing → codec → event lists, exit watching):
+  :func:`agentrt._pump.pump_events`;
+* the turn rules (one terminal per turn, output before input, session ids,
+  cancel mapping, ``exit_before_result``): :class:`agentrt._turn_rules.TurnRules`,
+  synchronous and I/O-free;
+* answering control requests: :func:`agentrt._control.answer_control`;
+* the fan-out to sinks: :class:`agentrt._fanout.Fanout`.
 
-* exactly one terminal event (``turn_completed`` / ``turn_failed``) per turn;
-  a second one is a ``duplicate_terminal_event`` diagnostic;
-* output before the first input is an ``output_before_input`` diagnostic and
-  belongs to no turn;
-* the agent exiting before the terminal event fails the turn with
-  ``exit_before_result`` (with its code or signal), at the latest
-  :data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
-  stdout open (its process group is then killed);
-* the first valid ``session_started`` establishes the session; a repeat with
-  the same id is dropped, another id is a ``session_id_changed`` diagnostic,
-  an id of the wrong shape is ``invalid_session_id`` and never used to resume;
-* one stdin write attempt per send, never replayed.
+What stays here: spawning and respawning (with ``--resume``), sending one
+turn (one stdin write attempt per send, never replayed), cancelling, and
+closing.  Everything decoded from one stdout chunk travels as one
+:class:`~agentrt.events.EventBatch`.  The agent exiting before the terminal
+event fails the turn with ``exit_before_result``, at the latest
+:data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
+stdout open (its process group is then killed).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -36,31 +31,32 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from ._control import answer_control
 from ._exceptions import collapse_single_group
-from ._framing import JsonlReader, Malformed, OutputOversize
+from ._fanout import MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
 from ._process import AgentProcess, ExitStatus, open_process
+from ._pump import EXIT_OUTPUT_GRACE, pump_events
+from ._turn_rules import TurnRules, exit_how
+from ._turn_stream import TurnState, TurnStream
+from ._why import exit_reason
 from .dialect import Dialect, HostCodec, Turn, content_text
 from .errors import AgentrtError
-from .events import (
-    ControlRequest,
-    Diagnostic,
-    Event,
-    EventBatch,
-    ProcessExited,
-    SessionStarted,
-    TextDelta,
-    TurnCompleted,
-    TurnFailed,
-    TurnStarted,
-)
-from .permissions import PermissionPolicy, PermissionRequest
+from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
+from .permissions import PermissionPolicy
 
 if TYPE_CHECKING:
     from ._plugins import Plugins
     from .sinks import Sink
 
-__all__ = ["Conversation", "TurnStream", "open_conversation", "RUNTIME_FAILURE_CODES"]
+__all__ = [
+    "Conversation",
+    "TurnStream",
+    "open_conversation",
+    "RUNTIME_FAILURE_CODES",
+    "EXIT_OUTPUT_GRACE",
+    "MAX_SINK_FAILURES",
+]
 
 #: Codes of turn failures caused by the runtime or the process, not reported by the agent.
 RUNTIME_FAILURE_CODES = frozenset(
@@ -78,234 +74,17 @@ RUNTIME_FAILURE_CODES = frozenset(
     }
 )
 
-# How long the permission policy may take before the request is denied: the
-# agent is blocked on the answer, so it must come.
-_POLICY_TIMEOUT = 60.0
 # How long an interrupt may take to produce the turn's terminal event before
 # the process is stopped instead.
 _INTERRUPT_GRACE = 3.0
-#: After the agent exits, how long its stdout is still read before the turn
-#: ends anyway: a grandchild (an MCP server, a helper) may hold the pipe open,
-#: so end of output may never come.
-EXIT_OUTPUT_GRACE = 2.0
 # Bounds on the shielded cleanup when the conversation ends.
 _PUMP_DRAIN_TIMEOUT = 10.0
 _SINK_CLOSE_TIMEOUT = 10.0
-#: A sink that fails this many batches in a row is detached.
-MAX_SINK_FAILURES = 3
 
 
 def _absolute(cwd: str | None) -> str:
     # The working directory a protocol is told (ACP's session/new wants it absolute).
     return os.path.abspath(cwd or os.getcwd())
-
-
-class _SinkRunner:
-    """One attached sink: its own task, its own bounded buffer and policy.
-
-    A batch the sink fails on is a ``sink_failed`` diagnostic (and a line on
-    stderr), and later batches are still delivered: one odd event must not
-    silently end the recording.  After :data:`MAX_SINK_FAILURES` failures in a
-    row the sink is detached (``sink_detached``).
-    """
-
-    def __init__(self, conv: Conversation, sink: Sink) -> None:
-        self.conv = conv
-        self.sink = sink
-        self.failed = False  # detached
-        self.failures = 0  # in a row
-        self.failed_batches = 0  # in all, closing included
-        self.coalesce = getattr(sink, "policy", "block") == "coalesce"
-        size = max(1, int(getattr(sink, "buffer_size", 64)))
-        self.size = size
-        self.send, self.recv = trio.open_memory_channel[EventBatch](size)
-        self.pending: list[EventBatch] = []
-        self.wake = trio.Event()
-        self.closed = False
-        self.done = trio.Event()
-
-    @property
-    def name(self) -> str:
-        return str(getattr(self.sink, "name", type(self.sink).__name__))
-
-    async def deliver(self, batch: EventBatch) -> None:
-        if self.failed or self.closed:
-            return
-        if self.coalesce:
-            self.pending.append(batch)
-            if len(self.pending) > self.size:
-                # Falling behind: merge what waits instead of slowing the agent.
-                self.pending = [_merge(self.pending)]
-            self.wake.set()
-        else:
-            await self.send.send(batch)
-
-    def close(self) -> None:
-        self.closed = True
-        if self.coalesce:
-            self.wake.set()
-        else:
-            self.send.close()
-
-    async def run(self) -> None:
-        try:
-            if self.coalesce:
-                while True:
-                    await self.wake.wait()
-                    self.wake = trio.Event()
-                    batches, self.pending = self.pending, []
-                    if batches:
-                        await self._handle(_merge(batches) if len(batches) > 1 else batches[0])
-                    if self.closed and not self.pending:
-                        break
-            else:
-                async with self.recv:
-                    async for batch in self.recv:
-                        await self._handle(batch)
-        finally:
-            self.done.set()
-
-    async def _handle(self, batch: EventBatch) -> None:
-        if self.failed:
-            return
-        try:
-            await self.sink.handle(batch)
-        except Exception as exc:
-            self.record_failure(exc, f"events {batch.first_seq}..{batch.first_seq + len(batch.events) - 1}")
-        else:
-            self.failures = 0
-
-    def record_failure(self, exc: Exception, what: str) -> None:
-        """Report one failure of the sink; detach it after too many in a row."""
-        self.failures += 1
-        self.failed_batches += 1
-        cause = f"{type(exc).__name__}: {exc}"
-        if self.failures >= MAX_SINK_FAILURES:
-            self.failed = True
-            code = "sink_detached"
-            detail = f"sink {self.name!r} failed {self.failures} times in a row and was detached: {cause}"
-        else:
-            code = "sink_failed"
-            detail = f"sink {self.name!r} failed on {what} ({self.failures} in a row): {cause}"
-        print(f"agentrt: warning: {code}: {detail}", file=sys.stderr)
-        # The run loop keeps draining (without handling once detached), so a producer
-        # that blocks on this sink's buffer is never stuck behind a dead sink.
-        self.conv._internal_events.append(Diagnostic(code=code, detail=detail))
-
-
-def _merge(batches: list[EventBatch]) -> EventBatch:
-    """Coalesce batches: adjacent text deltas of one block are concatenated."""
-    events: list[Event] = []
-    for b in batches:
-        for ev in b.events:
-            if (
-                type(ev) is TextDelta
-                and events
-                and type(events[-1]) is TextDelta
-                and events[-1].index == ev.index
-            ):
-                prev = events[-1]
-                events[-1] = TextDelta(text=prev.text + ev.text, index=ev.index)
-            else:
-                events.append(ev)
-    first = batches[0]
-    last = batches[-1]
-    return EventBatch(
-        source=first.source, first_seq=first.first_seq, mono=last.mono, wall=last.wall, events=tuple(events)
-    )
-
-
-class _TurnState:
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.send, self.recv = trio.open_memory_channel[Sequence[Event]](math.inf)
-        self.terminal: Event | None = None
-        self.ended = trio.Event()
-        self.cancel_requested = False
-        # The process this turn was written to: only its exit can end the turn.
-        self.proc: AgentProcess | None = None
-
-
-class TurnStream:
-    """The events of one turn, ending with its terminal event.
-
-    Iterating writes the turn (once) and yields events as they arrive::
-
-        async for event in conv.send("hello"):
-            ...
-
-    ``await stream.result()`` drains it and returns the terminal event.
-    """
-
-    def __init__(self, conv: Conversation, turn: Turn) -> None:
-        self._conv = conv
-        self._turn = turn
-        self._state: _TurnState | None = None
-        self._buffer: list[Event] = []
-        self._pos = 0
-        self._done = False
-        self.terminal: TurnCompleted | TurnFailed | None = None
-
-    def __aiter__(self) -> TurnStream:
-        return self
-
-    async def __anext__(self) -> Event:
-        if self._state is None:
-            self._state = await self._conv._begin_turn(self._turn)
-        while self._pos >= len(self._buffer):
-            if self._done:
-                raise StopAsyncIteration
-            try:
-                batch = await self._state.recv.receive()
-            except trio.EndOfChannel:
-                self._done = True
-                raise StopAsyncIteration from None
-            self._buffer = list(batch)
-            self._pos = 0
-        ev = self._buffer[self._pos]
-        self._pos += 1
-        if isinstance(ev, (TurnCompleted, TurnFailed)):
-            self.terminal = ev
-            self._done = True
-        return ev
-
-    async def batches(self) -> AsyncIterator[Sequence[Event]]:
-        """The turn's events a received chunk at a time (cheaper than one at a time).
-
-        Each item is the events one stdout read produced, in order; the last
-        item ends with the terminal event.  Use either this or plain iteration
-        on one stream, not both.
-        """
-        if self._state is None:
-            self._state = await self._conv._begin_turn(self._turn)
-        if self._pos < len(self._buffer):
-            # What plain iteration had received but not returned yet; it may end the turn.
-            rest = self._buffer[self._pos :]
-            self._pos = len(self._buffer)
-            if isinstance(rest[-1], (TurnCompleted, TurnFailed)):
-                self.terminal = rest[-1]
-                self._done = True
-            yield rest
-        while not self._done:
-            try:
-                batch = await self._state.recv.receive()
-            except trio.EndOfChannel:
-                self._done = True
-                return
-            last = batch[-1] if batch else None
-            if isinstance(last, (TurnCompleted, TurnFailed)):
-                self.terminal = last
-                self._done = True
-            yield batch
-
-    async def result(self) -> TurnCompleted | TurnFailed:
-        """Consume the rest of the turn and return its terminal event."""
-        # A received chunk at a time: draining event by event costs a
-        # coroutine step per event for nothing.
-        async for _ in self.batches():
-            pass
-        assert self.terminal is not None
-        return self.terminal
 
 
 class Conversation:
@@ -330,10 +109,6 @@ class Conversation:
         self.id = conversation_id
         self.launch = launch
         self.dialect = dialect
-        #: The agent's native session id, once it reported a valid one.
-        self.session_id: str | None = None
-        #: The model the agent reported (else the launch model).
-        self.model: str | None = launch.model
         #: How the last process ended, once it has.
         self.exit_status: ExitStatus | None = None
         self._nursery = nursery
@@ -343,19 +118,29 @@ class Conversation:
         self._resume = resume
         self._term_grace = term_grace
         self._codec: HostCodec = dialect.host_codec()
+        self._rules = TurnRules(model=launch.model)
         self._proc: AgentProcess | None = None
         self._proc_done: trio.Event | None = None
-        self._turn: _TurnState | None = None
+        self._turn: TurnState | None = None
         self._turns = 0
-        self._inputs_this_process = 0
         self._seq = 0
-        self._sinks: list[_SinkRunner] = []
         self._internal_events: list[Event] = []
+        self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=_SINK_CLOSE_TIMEOUT)
         self._stopping = False
         self._stop_lock = trio.Lock()
         self._send_lock = trio.Lock()
 
     # -- public API ------------------------------------------------------
+    @property
+    def session_id(self) -> str | None:
+        """The agent's native session id, once it reported a valid one."""
+        return self._rules.session_id
+
+    @property
+    def model(self) -> str | None:
+        """The model the agent reported (else the launch model)."""
+        return self._rules.model
+
     def send(self, prompt: str | Turn) -> TurnStream:
         """Send one user turn; iterate the result for its events.
 
@@ -365,7 +150,7 @@ class Conversation:
         cannot carry.
         """
         turn = Turn.text(prompt) if isinstance(prompt, str) else prompt
-        return TurnStream(self, turn)
+        return TurnStream(self._begin_turn, turn)
 
     async def ask(self, prompt: str | Turn) -> TurnCompleted | TurnFailed:
         """Send a turn and wait for its terminal event (events still reach the sinks)."""
@@ -373,9 +158,7 @@ class Conversation:
 
     async def attach(self, sink: Sink) -> None:
         """Fan every later batch out to ``sink`` (in its own task)."""
-        runner = _SinkRunner(self, sink)
-        self._sinks.append(runner)
-        self._nursery.start_soon(runner.run)
+        self._fanout.attach(sink)
 
     @property
     def sink_failures(self) -> dict[str, int]:
@@ -383,7 +166,7 @@ class Conversation:
 
         Some events then never reached that sink; ``agentrt run`` exits non-zero.
         """
-        return {runner.name: runner.failed_batches for runner in self._sinks if runner.failed_batches}
+        return self._fanout.failures
 
     @property
     def process(self) -> AgentProcess | None:
@@ -398,9 +181,9 @@ class Conversation:
         the next send starts a new one with ``--resume`` (when a session id is known).
         """
         state = self._turn
-        if state is None or state.terminal is not None:
+        if state is None or state.progress.terminal is not None:
             return
-        state.cancel_requested = True
+        state.progress.cancel_requested = True
         if self._proc is not None:
             line = self._codec.encode_interrupt()
             if line:
@@ -411,11 +194,11 @@ class Conversation:
                 else:
                     with trio.move_on_after(_INTERRUPT_GRACE):
                         await state.ended.wait()
-                    if state.terminal is not None:
+                    if state.progress.terminal is not None:
                         return
         await self._stop_process()
-        if state.terminal is None:  # the pump did not get to end it
-            await self._dispatch(self._fail_current("turn_cancelled", "the turn was cancelled"))
+        if state.progress.terminal is None:  # the pump did not get to end it
+            await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
 
     async def stop(self) -> ExitStatus | None:
         """Stop the agent process (idempotent, bounded); returns how it ended."""
@@ -459,25 +242,11 @@ class Conversation:
         try:
             async with open_process(spec) as proc:
                 self._proc = proc
-                self._inputs_this_process = 0
+                self._rules.new_process()
                 task_status.started(proc)
-                watch = trio.CancelScope()
-                self._nursery.start_soon(self._end_output_after_exit, proc, watch)
-                try:
-                    await self._pump(proc)
-                finally:
-                    watch.cancel()
+                await self._read(proc)
         finally:
             done.set()
-
-    @staticmethod
-    async def _end_output_after_exit(proc: AgentProcess, watch: trio.CancelScope) -> None:
-        # Races the exit against end of output without a cost per chunk: the
-        # pump reads on undisturbed until the grace after the exit is over.
-        with watch:
-            await proc.exited.wait()
-            await trio.sleep(EXIT_OUTPUT_GRACE)
-            await proc.end_output()
 
     async def _stop_process(self) -> None:
         async with self._stop_lock:
@@ -490,160 +259,39 @@ class Conversation:
                     await done.wait()
 
     # -- the read loop -----------------------------------------------------
-    async def _pump(self, proc: AgentProcess) -> None:
-        codec = self._codec
-        reader = JsonlReader(codec.line_loader)
-        drain = codec.drain_output
-        oversize = False
-        seen_malformed = 0
-        while True:
-            chunk = await proc.receive_some()
-            if not chunk:
-                break
-            try:
-                objs = reader.feed(chunk)
-            except OutputOversize as exc:
-                oversize = True
-                # Stopped before the turn ends: a next turn must not be written to this agent.
-                with trio.CancelScope(shield=True):
-                    await proc.stop()
-                # What complete lines preceded the oversize one still counts.
-                await self._dispatch(
-                    self._decode(codec, exc.objects)
-                    + [Diagnostic(code=exc.code, detail="stdout line exceeded 4 MiB; stopping the agent")]
-                    + self._fail_current(exc.code, "the agent's output exceeded 4 MiB without a newline")
+    async def _read(self, proc: AgentProcess) -> None:
+        async def on_oversize(before: list[Event]) -> bool:
+            # Stopped before the turn ends: a next turn must not be written to this agent.
+            with trio.CancelScope(shield=True):
+                await proc.stop()
+            await self._dispatch(
+                before
+                + [Diagnostic(code="runtime_output_oversize", detail="stdout line exceeded 4 MiB; stopping the agent")]
+                + self._rules.fail_current(
+                    "runtime_output_oversize", "the agent's output exceeded 4 MiB without a newline"
                 )
-                break
-            if objs:
-                if reader.malformed_count == seen_malformed:
-                    # The usual case: every line parsed, one batch call to the codec.
-                    await self._dispatch(codec.decode_batch(objs))
-                else:
-                    seen_malformed = reader.malformed_count
-                    await self._dispatch(self._decode(codec, objs))
-                owed = drain()
-                if owed:  # a request/response protocol's next request (e.g. its handshake)
-                    try:
-                        await proc.send(owed)
-                    except AgentrtError as exc:
-                        await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))
-        if not oversize:
-            tail = self._decode(codec, reader.finish())
-            tail.extend(codec.finish())
-            if tail:
-                await self._dispatch(tail)
+            )
+            return False
+
+        async def on_send_error(exc: AgentrtError) -> None:
+            await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
+
+        await pump_events(proc, self._codec, self._dispatch, on_oversize=on_oversize, on_send_error=on_send_error)
         with trio.CancelScope(shield=True):
             status = await proc.wait()
         self.exit_status = status
-        final: list[Event] = []
-        if self._turn is not None and self._turn.terminal is None and self._turn.proc is proc:
-            if self._turn.cancel_requested or status.requested:
-                final.extend(self._fail_current("turn_cancelled", "the turn was cancelled"))
-            else:
-                how = f"signal={status.signal}" if status.signal is not None else f"code={status.returncode}"
-                from ._why import exit_reason
-
-                final.extend(self._fail_current("exit_before_result", await exit_reason(proc, how)))
-        final.append(
-            ProcessExited(returncode=status.returncode, signal=status.signal, requested=status.requested)
-        )
-        await self._dispatch(final)
-
-    def _decode(self, codec: HostCodec, objs: list[Any]) -> list[Event]:
-        events: list[Event] = []
-        for obj in objs:
-            if type(obj) is Malformed:
-                events.append(
-                    Diagnostic(
-                        code="malformed_output_line",
-                        detail=f"malformed stdout line #{obj.count}: {obj.head.decode('utf-8', 'replace')}",
-                    )
-                )
-            else:
-                events.extend(codec.decode(obj))
-        return events
-
-    def _fail_current(self, code: str, message: str) -> list[Event]:
-        if self._turn is None or self._turn.terminal is not None:
-            return []
-        return [TurnFailed(code=code, message=message)]
+        turn = self._turn
+        ours = turn is not None and turn.proc is proc
+        reason = None
+        ending = turn is not None and ours and turn.progress.live
+        if ending and turn is not None and not (turn.progress.cancel_requested or status.requested):
+            reason = await exit_reason(proc, exit_how(status))  # the agent's last stderr lines say why
+        await self._dispatch(self._rules.at_exit(status, ours=ours, reason=reason))
 
     # -- turn rules and fan-out ---------------------------------------------
-    def _apply(self, events: Sequence[Event]) -> tuple[list[Event], list[Event], list[ControlRequest]]:
-        """Apply the turn rules: (events for sinks, events for the current turn, control requests)."""
-        state = self._turn
-        live = state is not None and state.terminal is None
-        if self._inputs_this_process and not [ev for ev in events if type(ev) is not TextDelta]:
-            # The hot path: a chunk of text deltas, nothing to rule on.
-            batch = events if isinstance(events, list) else list(events)
-            return batch, batch if live else [], []
-        out: list[Event] = []
-        for_turn: list[Event] = []
-        controls: list[ControlRequest] = []
-        for ev in events:
-            cls = type(ev)
-            if cls is TextDelta:  # the hot path
-                if self._inputs_this_process == 0:
-                    ev = Diagnostic(code="output_before_input", detail="text before the first input", raw=ev.raw)
-                out.append(ev)
-                if live:
-                    for_turn.append(ev)
-                continue
-            if cls is Diagnostic or cls is ProcessExited or cls is TurnStarted:
-                out.append(ev)
-                if live:
-                    for_turn.append(ev)
-                continue
-            if self._inputs_this_process == 0 and cls is not TurnFailed:
-                out.append(
-                    Diagnostic(code="output_before_input", detail=f"{ev.type} before the first input", raw=ev.raw)
-                )
-                continue
-            if cls is SessionStarted:
-                sid = ev.session_id  # type: ignore[attr-defined]
-                if not isinstance(sid, str) or not is_valid_session_id(sid):
-                    ev = Diagnostic(code="invalid_session_id", detail="session id has the wrong shape", raw=ev.raw)
-                elif self.session_id is None:
-                    self.session_id = sid
-                    if ev.model:  # type: ignore[attr-defined]
-                        self.model = ev.model  # type: ignore[attr-defined]
-                elif sid == self.session_id:
-                    continue
-                else:
-                    ev = Diagnostic(
-                        code="session_id_changed",
-                        detail="the agent reported a different session id; the first one is kept",
-                        raw=ev.raw,
-                    )
-            elif cls is TurnCompleted or cls is TurnFailed:
-                if live and state is not None:
-                    if cls is TurnFailed and state.cancel_requested and ev.code != "turn_cancelled":  # type: ignore[attr-defined]
-                        # The agent ended the turn because it was interrupted: say so in one code.
-                        ev = TurnFailed(
-                            code="turn_cancelled",
-                            message=f"the turn was cancelled (the agent said {ev.code})",  # type: ignore[attr-defined]
-                            usage=ev.usage,  # type: ignore[attr-defined]
-                            raw=ev.raw,
-                        )
-                    state.terminal = ev
-                    state.ended.set()
-                    live = False
-                    out.append(ev)
-                    for_turn.append(ev)
-                    continue
-                ev = Diagnostic(
-                    code="duplicate_terminal_event", detail=f"{ev.type} with no turn in flight", raw=ev.raw
-                )
-            elif cls is ControlRequest:
-                controls.append(ev)  # type: ignore[arg-type]
-            out.append(ev)
-            if live:
-                for_turn.append(ev)
-        return out, for_turn, controls
-
     async def _dispatch(self, events: Sequence[Event]) -> None:
         state = self._turn
-        out, for_turn, controls = self._apply(events)
+        out, for_turn, controls = self._rules.apply(events)
         if self._internal_events:
             # A new list: `out` may be the very list handed to the turn's consumer.
             out = out + self._internal_events
@@ -656,12 +304,12 @@ class Conversation:
         self._seq += len(out)
         if state is not None and for_turn:
             state.send.send_nowait(for_turn)
-            if state.terminal is not None:
+            if state.progress.terminal is not None:
+                state.ended.set()
                 state.send.close()
                 if self._turn is state:
                     self._turn = None
-        for runner in self._sinks:
-            await runner.deliver(batch)
+        await self._fanout.send(batch)
         for req in controls:
             self._nursery.start_soon(self._answer_control, req)
 
@@ -669,68 +317,30 @@ class Conversation:
         proc = self._proc
         if proc is None:
             return
-        response: dict[str, Any] | None = None
-        error: str | None = None
-        own: bytes | None = None
-        with trio.move_on_after(_POLICY_TIMEOUT):
-            own = await self._codec.answer_control(req)
-        if own is not None:
-            try:
-                await proc.send(own)
-            except AgentrtError as exc:
-                self._internal_events.append(Diagnostic(code=exc.code, detail="could not answer a control request"))
-            return
-        if req.subtype == "can_use_tool":
-            body = req.request
-            tool_input = body.get("input")
-            permission = PermissionRequest(
-                tool_name=str(body.get("tool_name", "")),
-                input=tool_input if isinstance(tool_input, Mapping) else {},
-                request_id=req.request_id,
-                raw=req.raw,
-            )
-            decision = None
-            with trio.move_on_after(_POLICY_TIMEOUT):
-                try:
-                    decision = await self._policy(permission)
-                except Exception as exc:
-                    error = f"permission policy failed: {type(exc).__name__}"
-            if decision is None and error is None:
-                error = "permission policy did not answer in time; denied"
-            if decision is not None:
-                if decision.allow:
-                    response = {"behavior": "allow", "updatedInput": dict(decision.updated_input or permission.input)}
-                else:
-                    response = {"behavior": "deny", "message": decision.message}
-        else:
-            error = f"unsupported control request subtype: {req.subtype}"
-        line = self._codec.encode_control_response(req, response, error)
-        if line:
-            try:
-                await proc.send(line)
-            except AgentrtError as exc:
-                self._internal_events.append(Diagnostic(code=exc.code, detail="could not answer a control request"))
+        await answer_control(
+            req, codec=self._codec, policy=self._policy, send=proc.send, report=self._internal_events.append
+        )
 
-    async def _begin_turn(self, turn: Turn) -> _TurnState:
+    async def _begin_turn(self, turn: Turn) -> TurnState:
         async with self._send_lock:
-            if self._turn is not None and self._turn.terminal is None:
+            if self._turn is not None and self._turn.progress.terminal is None:
                 raise AgentrtError("turn_in_progress", "the previous turn has not ended")
             codec = self._codec
             data = codec.encode_turn(turn)  # refuses unsupported blocks before any write
             self._turns += 1
-            state = _TurnState(self._turns)
+            state = TurnState(self._rules.begin_turn(self._turns))
             self._turn = state
-            await self._dispatch([TurnStarted(turn=state.number, prompt=content_text(turn))])
+            await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
             try:
                 proc = await self._ensure_process()
                 if self._codec is not codec:
                     # A respawned process has a fresh (possibly stateful) codec.
                     data = self._codec.encode_turn(turn)
-                self._inputs_this_process += 1
+                self._rules.input_sent()
                 state.proc = proc
                 await proc.send(data)  # the one write attempt of this send
             except AgentrtError as exc:
-                await self._dispatch(self._fail_current(exc.code, exc.detail or exc.code))
+                await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
             return state
 
     # -- shutdown ------------------------------------------------------------
@@ -740,17 +350,7 @@ class Conversation:
             # Whatever the pump could not deliver is lost only if a sink hangs past its bound.
             if self._internal_events:
                 await self._dispatch([])
-            for runner in self._sinks:
-                runner.close()
-            with trio.move_on_after(_SINK_CLOSE_TIMEOUT):
-                for runner in self._sinks:
-                    await runner.done.wait()
-            for runner in self._sinks:
-                with trio.move_on_after(_SINK_CLOSE_TIMEOUT):
-                    try:
-                        await runner.sink.aclose()
-                    except Exception as exc:
-                        runner.record_failure(exc, "closing")
+            await self._fanout.aclose()
 
 
 @asynccontextmanager

@@ -11,9 +11,12 @@ Rules (the AWP host's, made independent of how the bytes are chunked):
   in half and ``JSON.parse`` accepts it) is replaced with U+FFFD, so every string
   that leaves the framing can be encoded as UTF-8 by every sink;
 * a line whose raw length (without its ``\\n``) exceeds :data:`MAX_LINE_BYTES`
-  is fatal: :class:`OutputOversize` (code ``runtime_output_oversize``) is raised
-  as soon as ``MAX_LINE_BYTES + 1`` bytes of it have been seen, so a flood is
-  never buffered beyond the cap plus one chunk.
+  (or the reader's ``max_line_bytes``) is fatal by default: :class:`OutputOversize`
+  (code ``runtime_output_oversize``) is raised as soon as ``MAX_LINE_BYTES + 1``
+  bytes of it have been seen, so a flood is never buffered beyond the cap plus
+  one chunk.  With ``on_oversize="skip"`` (the reference agent's stdin, where an
+  oversize line is a per-turn error) the line is discarded as it arrives and an
+  :class:`OversizeLine` marker takes its place.
 
 The original host checks the cap on its whole buffer *before* splitting, which
 makes the outcome depend on chunk boundaries; checking per line gives the same
@@ -25,14 +28,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import attrs
 import orjson
 
 from .errors import AgentrtError
 
-__all__ = ["MAX_LINE_BYTES", "Malformed", "OutputOversize", "JsonlReader", "encode_line", "parse_line"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Malformed",
+    "OversizeLine",
+    "OutputOversize",
+    "JsonlReader",
+    "encode_line",
+    "parse_line",
+]
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The longest stdout line accepted, in bytes (the ``\\n`` not counted)."""
@@ -59,6 +70,14 @@ class Malformed:
     """How many malformed lines this reader has seen so far, this one included."""
     head: bytes
     """The first 200 bytes of the (stripped) line, for diagnostics."""
+
+
+@attrs.frozen
+class OversizeLine:
+    """A line longer than the reader's cap, discarded (``on_oversize="skip"``)."""
+
+    size: int
+    """Its length in bytes, the ``\\n`` not counted."""
 
 
 class OutputOversize(AgentrtError):
@@ -91,11 +110,31 @@ class JsonlReader:
     It must raise :class:`ValueError` for a line it cannot parse; that line
     then takes the lenient path as usual, yielding a generic object or a
     :class:`Malformed` marker.
+
+    ``max_line_bytes`` is the longest line accepted.  ``on_oversize`` says
+    what a longer line is: ``"raise"`` (the host's stdout, the default)
+    raises :class:`OutputOversize` and the reader stays failed; ``"skip"``
+    discards the line as it arrives (memory stays bounded by the cap plus one
+    chunk) and yields an :class:`OversizeLine` in its place.
     """
 
-    __slots__ = ("_failed", "_loads", "_malformed", "_parts", "_pending")
+    __slots__ = ("_failed", "_fast_max", "_limit", "_loads", "_malformed", "_parts", "_pending", "_skipping")
 
-    def __init__(self, loads: Callable[[bytes], Any] | None = None) -> None:
+    def __init__(
+        self,
+        loads: Callable[[bytes], Any] | None = None,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        on_oversize: Literal["raise", "skip"] = "raise",
+    ) -> None:
+        if on_oversize not in ("raise", "skip"):
+            raise ValueError(f"on_oversize must be 'raise' or 'skip', not {on_oversize!r}")
+        self._limit = max_line_bytes
+        # The one-line fast path of feed() is for the raising reader; -1 turns it off.
+        self._fast_max = max_line_bytes if on_oversize == "raise" else -1
+        # > 0: inside a skipped oversize line, this many bytes of it seen so far;
+        # None: oversize lines raise.
+        self._skipping: int | None = 0 if on_oversize == "skip" else None
         self._loads = loads if loads is not None else _loads
         # The unterminated tail, kept as a list of chunks so that a big line
         # arriving in many chunks is joined once, not re-concatenated per chunk.
@@ -118,14 +157,16 @@ class JsonlReader:
         """Parse the complete lines that ``chunk`` finishes.
 
         Returns parsed objects and :class:`Malformed` markers, in order.  Raises
-        :class:`OutputOversize` when a line grows past :data:`MAX_LINE_BYTES`;
-        the reader stays failed afterwards.
+        :class:`OutputOversize` when a line grows past the cap
+        (:data:`MAX_LINE_BYTES` by default); the reader stays failed afterwards.
+        With ``on_oversize="skip"`` an :class:`OversizeLine` marker stands for
+        such a line instead.
         """
         # Fast path, the common case of a paced agent: nothing pending and the
         # chunk is exactly one complete line (orjson skips the trailing "\n").
         if not self._parts:
             last = len(chunk) - 1
-            if 0 < last <= MAX_LINE_BYTES and chunk.find(10) == last:
+            if 0 < last <= self._fast_max and chunk.find(10) == last:
                 try:
                     return [self._loads(chunk)]
                 except ValueError:  # orjson's and msgspec-style decode errors alike
@@ -133,41 +174,78 @@ class JsonlReader:
         return self._feed(chunk)
 
     def _feed(self, chunk: bytes) -> list[Any]:
+        if self._skipping is not None:
+            return self._feed_skipping(chunk)
         if self._failed:
             raise OutputOversize()
+        limit = self._limit
         first_nl = chunk.find(10)  # an int needle takes the single-byte path
         if first_nl < 0:
             if chunk:
                 self._pending += len(chunk)
                 self._parts.append(chunk)
-                if self._pending > MAX_LINE_BYTES:
+                if self._pending > limit:
                     self._fail()
             return []
         lines = chunk.split(b"\n")
         if self._parts:
-            if self._pending + first_nl > MAX_LINE_BYTES:
+            if self._pending + first_nl > limit:
                 self._fail()
             self._parts.append(lines[0])
             lines[0] = b"".join(self._parts)
             self._parts = []
             self._pending = 0
-        if len(chunk) > MAX_LINE_BYTES:
+        if len(chunk) > limit:
             # Only a chunk bigger than the cap can hold an oversize complete line
             # (a merged first line was checked above and passes here).
             for index in range(len(lines) - 1):
-                if len(lines[index]) > MAX_LINE_BYTES:
+                if len(lines[index]) > limit:
                     self._fail(self._parse(lines[:index]))
         # The last item is the unterminated tail (b"" when the chunk ends with "\n").
         tail = lines.pop()
         if tail:
-            if len(tail) > MAX_LINE_BYTES:
+            if len(tail) > limit:
                 self._fail(self._parse(lines))
             self._parts.append(tail)
             self._pending = len(tail)
         return self._parse(lines)
 
+    def _feed_skipping(self, chunk: bytes) -> list[Any]:
+        """``feed`` for ``on_oversize="skip"``: an oversize line becomes an :class:`OversizeLine`."""
+        out: list[Any] = []
+        limit = self._limit
+        start = 0
+        while True:
+            nl = chunk.find(10, start)
+            piece = chunk[start:] if nl < 0 else chunk[start:nl]
+            skipping = self._skipping or 0
+            size = (skipping or self._pending) + len(piece)
+            if skipping or size > limit:
+                # Inside an oversize line: count it, keep none of it.
+                self._parts = []
+                self._pending = 0
+                self._skipping = size
+                if nl >= 0:
+                    out.append(OversizeLine(size))
+                    self._skipping = 0
+            elif nl >= 0:
+                self._parts.append(piece)
+                line = b"".join(self._parts)
+                self._parts = []
+                self._pending = 0
+                out.extend(self._parse([line]))
+            elif piece:
+                self._parts.append(piece)
+                self._pending = size
+            if nl < 0:
+                return out
+            start = nl + 1
+
     def finish(self) -> list[Any]:
         """At end of output: parse the final line if it had no newline."""
+        if self._skipping:
+            size, self._skipping = self._skipping, 0
+            return [OversizeLine(size)]
         if self._failed:
             raise OutputOversize()
         if not self._parts:

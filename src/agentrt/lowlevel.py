@@ -15,8 +15,17 @@ are not: import from here).  The pieces:
 * framing: :class:`JsonlReader` splits stdout bytes into parsed JSON lines,
   with :class:`Malformed` markers for lines that are not JSON and
   :class:`OutputOversize` (``runtime_output_oversize``) past
-  :data:`MAX_LINE_BYTES`; :func:`parse_line` and :func:`encode_line` are the
+  :data:`MAX_LINE_BYTES` (or, with ``on_oversize="skip"``, an
+  :class:`OversizeLine` marker in the long line's place); :func:`parse_line` and :func:`encode_line` are the
   one-line forms;
+* the host engine: :func:`pump_events` is the read loop every host uses
+  (stdout → framing → codec → event lists, with malformed/oversize handling
+  and exit watching: reading ends :data:`EXIT_OUTPUT_GRACE` after the exit),
+  returning a :class:`PumpResult`; a line that is not JSON becomes a
+  :data:`MALFORMED_LINE` diagnostic; :class:`Fanout` delivers batches to sinks
+  (one task and bounded buffer each, failures through a callback, detached
+  after :data:`MAX_SINK_FAILURES` in a row); :class:`TurnRules` is the turn
+  state machine (synchronous, no I/O), :class:`TurnProgress` one turn in it;
 * owned commands: :func:`open_owned_process` spawns a command for a plugin that
   runs children itself (the managed-task worker): no shell, its own process
   group, exactly the given environment, and on Linux death with its owner
@@ -33,10 +42,13 @@ API, because ordinary embedders use them too.
 from __future__ import annotations
 
 from ._exceptions import collapse_single_group as collapse_single_group
+from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
+from ._fanout import Fanout as Fanout
 from ._framing import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._framing import JsonlReader as JsonlReader
 from ._framing import Malformed as Malformed
 from ._framing import OutputOversize as OutputOversize
+from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_line as parse_line
 from ._process import READ_SIZE as READ_SIZE
@@ -44,9 +56,15 @@ from ._process import AgentProcess as AgentProcess
 from ._process import ExitStatus as ExitStatus
 from ._process import ProcessSpec as ProcessSpec
 from ._process import open_process as open_process
+from ._pump import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
+from ._pump import MALFORMED_LINE as MALFORMED_LINE
+from ._pump import PumpResult as PumpResult
+from ._pump import pump_events as pump_events
 from ._spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
 from ._spawn import OwnedProcess as OwnedProcess
 from ._spawn import open_owned_process as open_owned_process
+from ._turn_rules import TurnProgress as TurnProgress
+from ._turn_rules import TurnRules as TurnRules
 
 __all__ = [
     "AgentProcess",
@@ -54,10 +72,19 @@ __all__ = [
     "OwnedProcess",
     "open_owned_process",
     "ExitStatus",
+    "EXIT_OUTPUT_GRACE",
+    "Fanout",
+    "MALFORMED_LINE",
+    "MAX_SINK_FAILURES",
+    "PumpResult",
+    "TurnProgress",
+    "TurnRules",
+    "pump_events",
     "JsonlReader",
     "MAX_LINE_BYTES",
     "Malformed",
     "OutputOversize",
+    "OversizeLine",
     "ProcessSpec",
     "READ_SIZE",
     "collapse_single_group",

@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt import AgentrtError
-from agentrt._framing import MAX_LINE_BYTES, JsonlReader, Malformed, OutputOversize, encode_line, parse_line
+from agentrt._framing import (
+    MAX_LINE_BYTES,
+    JsonlReader,
+    Malformed,
+    OutputOversize,
+    OversizeLine,
+    encode_line,
+    parse_line,
+)
 
 FIXTURES = (pathlib.Path(__file__).resolve().parents[2].parent / "shared") / "fixtures"
 
@@ -329,3 +337,51 @@ def test_lone_surrogate_in_a_typed_delta_line_is_repaired_on_both_paths() -> Non
     want = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi \ufffd"}}
     assert JsonlReader(load_line).feed(line + b"\n") == [want]
     assert JsonlReader().feed(line + b"\n") == [want]
+
+
+# --- on_oversize="skip": a long line is a marker, not the end of the stream ---
+
+
+def _read_skipping(chunks: list[bytes], limit: int) -> list[Any]:
+    reader = JsonlReader(max_line_bytes=limit, on_oversize="skip")
+    out: list[Any] = []
+    for chunk in chunks:
+        out += reader.feed(chunk)
+    return out + reader.finish()
+
+
+def test_skip_mode_replaces_an_oversize_line_with_its_size_and_reads_on() -> None:
+    data = b'{"a":1}\n' + b'"' + b"x" * 20 + b'"\n{"b":2}\n' + b"y" * 11
+    assert _read_skipping([data], 10) == [{"a": 1}, OversizeLine(22), {"b": 2}, OversizeLine(11)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=8),
+    st.booleans(),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_skip_mode_gives_the_same_answer_for_every_chunking(sizes: list[int], newline: bool, cuts: list[int]) -> None:
+    limit = 12
+    lines = [b"[" + b"1," * max(0, (n - 2) // 2) + b"1]" if n >= 3 else b"" for n in sizes]
+    data = b"\n".join(lines) + (b"\n" if newline else b"")
+    expected: list[Any] = []
+    for line in lines:
+        if len(line) > limit:
+            expected.append(OversizeLine(len(line)))
+        elif line:
+            expected.append(orjson.loads(line))
+    assert _read_skipping(rechunk(data, cuts), limit) == expected
+
+
+def test_skip_mode_keeps_memory_bounded_by_the_cap() -> None:
+    reader = JsonlReader(max_line_bytes=100, on_oversize="skip")
+    for _ in range(50):
+        assert reader.feed(b"z" * 64) == []
+        assert reader.pending_bytes <= 100
+    assert reader.feed(b"\n[1]\n") == [OversizeLine(3200), [1]]
+
+
+def test_an_unknown_oversize_policy_is_refused() -> None:
+    with pytest.raises(ValueError, match="on_oversize"):
+        JsonlReader(on_oversize="truncate")  # type: ignore[arg-type]

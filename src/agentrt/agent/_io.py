@@ -2,8 +2,9 @@
 
 Input lines may be up to :data:`MAX_INPUT_LINE_BYTES` (32 MiB, the contract's
 limit for a turn carrying attachments), eight times the host-side framing cap,
-and an oversized line is a per-turn error rather than a fatal one, so the
-agent has its own small reader: it keeps at most the cap plus one chunk in
+and an oversized line is a per-turn error rather than a fatal one: the lines
+are split by the host's :class:`~agentrt.lowlevel.JsonlReader` with that cap
+and ``on_oversize="skip"``, which keeps at most the cap plus one chunk in
 memory and, past the cap, discards the rest of the line.
 
 Pipes are driven with :class:`trio.lowlevel.FdStream` on duplicated fds.  A
@@ -18,8 +19,9 @@ import stat
 from collections.abc import AsyncIterator
 from typing import Union
 
-import attrs
 import trio
+
+from .._framing import JsonlReader, OversizeLine
 
 __all__ = [
     "MAX_INPUT_LINE_BYTES",
@@ -35,12 +37,8 @@ MAX_INPUT_LINE_BYTES = 32 * 1024 * 1024
 _CHUNK = 256 * 1024
 
 
-@attrs.frozen
-class Oversized:
-    """A line longer than the cap (its content was discarded)."""
-
-    size: int
-
+Oversized = OversizeLine
+"""A line longer than the cap (its content was discarded); ``size`` is its length."""
 
 InputLine = Union[bytes, Oversized]
 
@@ -118,45 +116,22 @@ def open_stdio() -> tuple[ByteSource, ByteSink]:
 
 
 async def read_lines(source: ByteSource, limit: int = MAX_INPUT_LINE_BYTES) -> AsyncIterator[InputLine]:
-    """Yield each ``\\n``-terminated line (without the newline), or :class:`Oversized`.
+    """Yield each ``\\n``-terminated line (without the newline, as raw bytes), or :class:`Oversized`.
 
     The final unterminated line is yielded at EOF.  Memory stays bounded by
     ``limit`` plus one chunk whatever the peer sends.
     """
-    buf = bytearray()
-    skipping = 0  # > 0: inside an oversized line, this many bytes seen so far
+    # The framing splits; the agent parses each line itself (its errors are per turn).
+    reader = JsonlReader(_raw_line, max_line_bytes=limit, on_oversize="skip")
     while True:
         chunk = await source.receive_some()
         if not chunk:
             break
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                piece = chunk[start:]
-                if skipping:
-                    skipping += len(piece)
-                elif len(buf) + len(piece) > limit:
-                    skipping = len(buf) + len(piece)
-                    buf.clear()
-                else:
-                    buf += piece
-                break
-            piece = chunk[start:nl]
-            start = nl + 1
-            if skipping:
-                yield Oversized(skipping + len(piece))
-                skipping = 0
-            elif len(buf) + len(piece) > limit:
-                size = len(buf) + len(piece)
-                buf.clear()
-                yield Oversized(size)
-            else:
-                buf += piece
-                line = bytes(buf)
-                buf.clear()
-                yield line
-    if skipping:
-        yield Oversized(skipping)
-    elif buf:
-        yield bytes(buf)
+        for line in reader.feed(chunk):
+            yield line
+    for line in reader.finish():
+        yield line
+
+
+def _raw_line(line: bytes) -> bytes:
+    return line

@@ -2,9 +2,10 @@
 
 One :class:`Supervisor` runs inside :func:`open_supervisor`'s nursery.  Each
 bot with ``desired_state == "running"`` gets one task that spawns FastAgent
-(after a managed-skills sync), reads its stdout through the shared framing and
-the ``fastagent`` dialect, and applies each event to the bot's record in order
-(the event → state rules of the reference supervisor).  A reconciler loop
+(after a managed-skills sync), reads its stdout through the core's read loop
+(:func:`agentrt.lowlevel.pump_events`) and the ``fastagent`` dialect, and
+applies each event to the bot's record in order (the event → state rules of
+the reference supervisor, pure functions in ``_transitions``).  A reconciler loop
 (bounded interval, woken early by requests and by backoff expiry) starts and
 stops processes so that they match what the store asks for.  Because it only
 reads the desired state from the store, any process sharing the store (the
@@ -47,18 +48,17 @@ from agentrt.events import (
     Status,
 )
 from agentrt.lowlevel import (
+    MALFORMED_LINE,
     AgentProcess,
-    JsonlReader,
-    Malformed,
-    OutputOversize,
+    Fanout,
     ProcessSpec,
     collapse_single_group,
     open_process,
+    pump_events,
 )
 from agentrt.sinks import Sink
 
 from ._dialect import INVALID_LINE, FastAgentHostCodec
-from ._fanout import Fanout
 from ._launch import (
     InstancePaths,
     LlmProfile,
@@ -72,7 +72,22 @@ from ._launch import (
 )
 from ._procinfo import kill_pipe_holders, pipe_of, process_start_time, stop_orphan_tree
 from ._schema import normalize_qr_url
-from ._skills import SyncResult, sync_managed_skills
+from ._skills import sync_managed_skills
+from ._transitions import (
+    ACTIVE,
+    ONE_SHOT,
+    QR_REJECTED,
+    crash_plan,
+    desired_running,
+    in_backoff,
+    is_requested,
+    lifecycle_change,
+    mark_stopped,
+    reason,
+    reset_for_reissue,
+    reset_for_restart,
+    sync_status,
+)
 
 __all__ = [
     "SupervisorConfig",
@@ -89,14 +104,12 @@ __all__ = [
 STATES = ("starting", "waiting_for_qr", "running", "degraded", "stopping", "stopped", "failed")
 #: Desired states the store may hold; ``restart`` and ``reissue_qr`` are one-shot requests.
 DESIRED_STATES = ("running", "stopped", "restart", "reissue_qr")
-_ONE_SHOT = ("restart", "reissue_qr")
 #: Login state FastAgent keeps in the data directory; a QR reissue deletes it.
 LOGIN_STATE_FILES = ("accounts-roster.jsonl", "accounts-runtime.jsonl", "bindings.jsonl")
 #: Recorded with ``RUNTIME_ERROR`` when a process prints something the contract forbids.
 INVALID_OUTPUT_MESSAGE = "FastAgent emitted invalid JSONL output."
-_QR_REJECTED = "Rejected untrusted QR code URL."
 _EMIT_WAIT = 5.0  # how long a shielded emit may wait for a full sink buffer
-_ACTIVE = frozenset({"starting", "waiting_for_qr", "running", "degraded", "stopping"})
+_SINK_CLOSE_WAIT = 5.0  # how long each sink may take to drain, then to close
 
 Resolver = Callable[[BotRecord], tuple[LlmProfile | None, SandboxConfig]]
 """Turns a bot's record into its LLM profile and sandbox (may raise :class:`AgentrtError`)."""
@@ -203,7 +216,7 @@ class Supervisor:
 
     async def request_start(self, bot_id: str) -> None:
         """Ask for the bot to run (a ``failed`` bot is reset, as a user restart)."""
-        await self._update(bot_id, _desired_running)
+        await self._update(bot_id, desired_running)
         self.wake()
 
     async def request_stop(self, bot_id: str) -> None:
@@ -290,7 +303,7 @@ class Supervisor:
                     await self.store.save_bot(new)
         out = list(events)
         if new.status != rec.status:
-            out.append(StateChanged(state=new.status, previous=rec.status, reason=_reason(new)))
+            out.append(StateChanged(state=new.status, previous=rec.status, reason=reason(new)))
         await self._emit(bot_id, out)
         return new
 
@@ -343,7 +356,7 @@ class Supervisor:
                 if live is not None and not live.stop_requested:
                     self._nursery.start_soon(self._stop_live, live, "not placed on this node")
                 continue
-            if rec.desired_state in _ONE_SHOT:
+            if rec.desired_state in ONE_SHOT:
                 if live is not None:
                     if not live.stop_requested:
                         self._nursery.start_soon(self._stop_live, live, f"{rec.desired_state} requested")
@@ -351,11 +364,11 @@ class Supervisor:
                 if rec.desired_state == "reissue_qr":
                     paths = instance_paths(self.config.instances_dir, rec.bot_id)
                     await trio.to_thread.run_sync(_forget_login, paths.data)
-                    rec = await self._update(rec.bot_id, _reset_for_reissue)
+                    rec = await self._update(rec.bot_id, reset_for_reissue)
                 else:
-                    rec = await self._update(rec.bot_id, _reset_for_restart)
+                    rec = await self._update(rec.bot_id, reset_for_restart)
             if rec.desired_state == "running":
-                if live is None and rec.status != "failed" and not _in_backoff(rec, now):
+                if live is None and rec.status != "failed" and not in_backoff(rec, now):
                     if rec.pid is not None:
                         await self._recover_orphan(rec)
                     self._start(rec.bot_id)
@@ -384,7 +397,7 @@ class Supervisor:
         )
 
         def mark(r: BotRecord) -> BotRecord:
-            status = "stopped" if r.status in _ACTIVE else r.status
+            status = "stopped" if r.status in ACTIVE else r.status
             return attrs.evolve(r, pid=None, process_started_at=None, status=status)
 
         await self._update(rec.bot_id, mark)
@@ -421,9 +434,9 @@ class Supervisor:
                 return
             if self.config.sync_skills:
                 result = await trio.to_thread.run_sync(sync_managed_skills, paths.data, self.config.skills_bundle)
-                await self._emit(bot_id, [_sync_status(result)])
+                await self._emit(bot_id, [sync_status(result)])
             if live.stop_requested or self._closing:
-                await self._update(bot_id, _mark_stopped)
+                await self._update(bot_id, mark_stopped)
                 return
             exited = await self._run_process(live, spec, paths)
         except AgentrtError as exc:
@@ -516,33 +529,30 @@ class Supervisor:
     async def _pump_until_exit(self, live: _Live, proc: AgentProcess) -> None:
         """Apply stdout until EOF and the exit, each waiting at most ``exit_grace`` for the other.
 
-        EOF without exit: the process closed stdout but lives on; it is stopped.
-        Exit without EOF: a grandchild holds stdout open; reading stops (and the
-        final stop kills the whole process group).
+        The core's read loop does the reading, framing and decoding; what is
+        FastAgent's own is the policy: an invalid or oversize line is fatal, a
+        lifecycle event is applied to the record.  EOF without exit: the
+        process closed stdout but lives on; it is stopped.  Exit without EOF:
+        a grandchild holds stdout open; reading stops (and the final stop
+        kills the whole process group, the sweep below what escaped it).
         """
         grace = self.config.exit_grace
-        pump_done = trio.Event()
-        eof = False
 
-        async def pump() -> None:
-            nonlocal eof
-            try:
-                await self._pump(live, proc)
-                eof = True
-            finally:
-                pump_done.set()
+        async def on_events(events: list[Event]) -> None:
+            await self._handle(live, events)
+
+        async def on_oversize(before: list[Event]) -> bool:
+            await self._handle(live, before)
+            await self._fatal(live, "a stdout line exceeded the size limit")
+            return True  # keep reading (and discarding) so the process can print stopping/stopped
+
+        result = await pump_events(proc, FastAgentHostCodec(), on_events, on_oversize=on_oversize, exit_grace=grace)
+        if result.eof:
             with trio.move_on_after(grace):
                 await proc.exited.wait()
             if not proc.exited.is_set():
                 await proc.stop()
-
-        async with _unwrap_single(), trio.open_nursery() as nursery:
-            nursery.start_soon(pump)
-            await proc.exited.wait()
-            with trio.move_on_after(grace):
-                await pump_done.wait()
-            nursery.cancel_scope.cancel()
-        if not eof and live.stdout_pipe is not None:
+        elif live.stdout_pipe is not None:
             # Exited, yet stdout never ended: a grandchild holds it.  The final stop kills the
             # bot's group; one in a group (or session) of its own is found by the pipe it holds.
             pipe = live.stdout_pipe
@@ -551,34 +561,13 @@ class Supervisor:
                 detail = f"killed {len(holders)} process(es) still holding stdout after the exit"
                 await self._emit(live.bot_id, [Diagnostic(code="fastagent_stdout_held", detail=detail)])
 
-    async def _pump(self, live: _Live, proc: AgentProcess) -> None:
-        reader = JsonlReader()
-        codec = FastAgentHostCodec()
-        while True:
-            chunk = await proc.receive_some()
-            if not chunk:
-                break
-            try:
-                objs = reader.feed(chunk)
-            except OutputOversize as exc:
-                for obj in exc.objects:
-                    await self._handle(live, codec, obj)
-                await self._fatal(live, "a stdout line exceeded the size limit")
-                # Keep reading (and discarding) so the process can print stopping/stopped.
-                reader = JsonlReader()
-                continue
-            for obj in objs:
-                await self._handle(live, codec, obj)
-        for obj in reader.finish():
-            await self._handle(live, codec, obj)
-
-    async def _handle(self, live: _Live, codec: FastAgentHostCodec, obj: Any) -> None:
-        if isinstance(obj, Malformed):
-            await self._fatal(live, "a stdout line is not JSON")
-            return
-        for ev in codec.decode(obj):
-            if isinstance(ev, Diagnostic) and ev.code == INVALID_LINE:
-                await self._fatal(live, ev.detail)
+    async def _handle(self, live: _Live, events: Sequence[Event]) -> None:
+        for ev in events:
+            if isinstance(ev, Diagnostic):
+                if ev.code == INVALID_LINE:
+                    await self._fatal(live, ev.detail)
+                elif ev.code == MALFORMED_LINE:
+                    await self._fatal(live, "a stdout line is not JSON")
             elif isinstance(ev, Lifecycle):
                 await self._apply(live, ev)
 
@@ -634,67 +623,18 @@ class Supervisor:
             await self._fatal(live, "login_confirmed without data.accountId")
             return
         now = time.time()
+        cfg = self.config
 
         def change(r: BotRecord) -> BotRecord:
-            k = ev.kind
-            if k == "process_started":
-                return attrs.evolve(r, status="starting")
-            if k == "qr_code":
-                url = normalize_qr_url(data.get("qrCodeUrl"))
-                if url is None:
-                    return attrs.evolve(r, last_error_code="INVALID_QR_URL", last_error_message=_QR_REJECTED)
-                qr_id = data.get("qrCodeId")
-                return attrs.evolve(
-                    r, status="waiting_for_qr", last_qr_code_url=url,
-                    last_qr_code_id=qr_id if isinstance(qr_id, str) and qr_id else ev.timestamp,
-                )  # fmt: skip
-            if k == "login_confirmed":
-                return attrs.evolve(r, account_id=data["accountId"])
-            if k == "running":
-                acct = data.get("accountId")
-                return attrs.evolve(
-                    r, status="running", restart_count=0, backoff_until=None, last_error_code=None,
-                    last_error_message=None,
-                    account_id=acct if isinstance(acct, str) and acct else r.account_id,
-                )  # fmt: skip
-            if k == "account_invalid":
-                return attrs.evolve(r, status="degraded")
-            if k == "runtime_error":
-                code, err = data.get("code"), data.get("error")
-                return attrs.evolve(
-                    r,
-                    last_error_code=code if isinstance(code, str) and code else "RUNTIME_ERROR",
-                    last_error_message=err if isinstance(err, str) and err else ev.message,
-                )
-            if k == "stopping":
-                if r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping":
-                    return attrs.evolve(r, status="stopping")
-                return r
-            # stopped
-            live.saw_stopped = True
-            if _is_requested(r):
-                return attrs.evolve(r, status="stopped", pid=None, process_started_at=None)
-            return self._crash_plan(r, ev.message, now)
+            if ev.kind == "stopped":
+                live.saw_stopped = True
+            return lifecycle_change(r, ev, now, backoff=cfg.backoff, max_restarts=cfg.max_restarts)
 
         if ev.kind == "qr_code" and normalize_qr_url(data.get("qrCodeUrl")) is None:
-            extra.append(Diagnostic(code="invalid_qr_url", detail=_QR_REJECTED))
+            extra.append(Diagnostic(code="invalid_qr_url", detail=QR_REJECTED))
         new = await self._update(bot_id, change, [ev, *extra])
         if ev.kind == "stopped" and new.status == "stopped" and new.backoff_until is not None:
             self._nursery.start_soon(self._wake_at, new.backoff_until)
-
-    def _crash_plan(self, r: BotRecord, message: str, now: float) -> BotRecord:
-        count = r.restart_count
-        nxt = count + 1
-        if nxt >= self.config.max_restarts:
-            return attrs.evolve(
-                r, status="failed", restart_count=nxt, backoff_until=None, pid=None,
-                process_started_at=None, last_error_code="RUNTIME_ERROR", last_error_message=message,
-            )  # fmt: skip
-        delays = self.config.backoff
-        return attrs.evolve(
-            r, status="stopped", restart_count=nxt, pid=None, process_started_at=None,
-            backoff_until=now + delays[min(count, len(delays) - 1)],
-        )  # fmt: skip
 
     async def _after_exit(self, bot_id: str, returncode: int | None, sig: int | None) -> None:
         """The process ended without a ``stopped`` event: decide stop or crash from the record."""
@@ -702,10 +642,13 @@ class Supervisor:
         now = time.time()
 
         def change(r: BotRecord) -> BotRecord:
-            if _is_requested(r) or r.status == "failed":
+            if is_requested(r) or r.status == "failed":
                 return attrs.evolve(r, status=r.status if r.status == "failed" else "stopped", pid=None,
                                     process_started_at=None)  # fmt: skip
-            return self._crash_plan(r, f"FastAgent exited without a stopped event ({how}).", now)
+            return crash_plan(
+                r, f"FastAgent exited without a stopped event ({how}).", now,
+                backoff=self.config.backoff, max_restarts=self.config.max_restarts,
+            )  # fmt: skip
 
         try:
             new = await self._update(bot_id, change)
@@ -732,61 +675,9 @@ class Supervisor:
             pass  # logs are best effort
 
 
-def _is_requested(r: BotRecord) -> bool:
-    return r.desired_state in ("stopped", *_ONE_SHOT) or r.status == "stopping"
-
-
-def _in_backoff(r: BotRecord, now: float) -> bool:
-    return r.backoff_until is not None and now < r.backoff_until
-
-
-def _reason(r: BotRecord) -> str:
-    if r.status in ("failed",) and r.last_error_code:
-        return r.last_error_code
-    return ""
-
-
-def _desired_running(r: BotRecord) -> BotRecord:
-    if r.status == "failed":
-        return attrs.evolve(r, desired_state="running", status="stopped", restart_count=0, backoff_until=None)
-    return attrs.evolve(r, desired_state="running")
-
-
-def _reset_for_restart(r: BotRecord) -> BotRecord:
-    status = "stopped" if r.status in ("failed", *_ACTIVE) else r.status
-    return attrs.evolve(
-        r, desired_state="running", status=status, restart_count=0, backoff_until=None, pid=None,
-        process_started_at=None,
-    )  # fmt: skip
-
-
-def _reset_for_reissue(r: BotRecord) -> BotRecord:
-    return attrs.evolve(_reset_for_restart(r), last_qr_code_url=None, last_qr_code_id=None, account_id=None)
-
-
 def _forget_login(data: Path) -> None:
     for name in LOGIN_STATE_FILES:
         (data / name).unlink(missing_ok=True)
-
-
-def _mark_stopped(r: BotRecord) -> BotRecord:
-    return attrs.evolve(r, status="stopped", pid=None, process_started_at=None)
-
-
-def _sync_status(result: SyncResult) -> Status:
-    detail: dict[str, Any] = {
-        "status": result.status,
-        "installed": list(result.installed_skills),
-        "updated": list(result.updated_skills),
-        "removed": list(result.removed_skills),
-        "repairedMarkers": list(result.repaired_markers),
-        "skippedConflicts": list(result.skipped_conflicts),
-        "cleanedDebris": list(result.cleaned_debris),
-    }
-    if result.error_code:
-        detail["errorCode"] = result.error_code
-        detail["error"] = result.error
-    return Status(kind="managed_skills_sync", label=result.status, detail=detail)
 
 
 @asynccontextmanager
@@ -812,7 +703,9 @@ async def open_supervisor(
     lock_fd = await trio.to_thread.run_sync(_take_lock, config) if config.lock else None
     try:
         async with _unwrap_single(), trio.open_nursery() as sink_nursery:
-            fanout = Fanout(sink_nursery, sinks)
+            # Batches of several bots share the fan-out: never coalesced, and a sink
+            # that fails once is detached (lifecycle events are few and matter).
+            fanout = Fanout(sink_nursery, sinks, coalesce=False, max_failures=1, close_timeout=_SINK_CLOSE_WAIT)
             try:
                 async with _unwrap_single(), trio.open_nursery() as nursery:
                     sup = Supervisor(

@@ -1,0 +1,172 @@
+"""The host read loop: stdout bytes → framing → codec → event lists, with exit watching.
+
+One loop serves every host: :class:`~agentrt.Conversation` and the FastAgent
+bot supervisor.  What differs between them is policy, passed in as callbacks:
+what to do with each chunk's events, and whether to read on after an
+oversize line.
+
+The loop *is* the stdout pump: no channel sits between the pipe and the
+decoder, and everything decoded from one chunk is handed over in one call, so
+the per-line cost stays a few hundred nanoseconds above JSON parsing.
+
+Exit is the end of the output, not EOF: a grandchild (an MCP server, a
+helper) may inherit stdout and hold it open for ever, so once the process has
+exited its stdout is read for at most ``exit_grace`` more seconds
+(:data:`EXIT_OUTPUT_GRACE` by default), then reading ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from ._exceptions import collapse_single_group
+from ._framing import JsonlReader, Malformed, OutputOversize
+from ._process import AgentProcess
+from .dialect import HostCodec
+from .errors import AgentrtError
+from .events import Diagnostic, Event
+
+__all__ = [
+    "EXIT_OUTPUT_GRACE",
+    "MALFORMED_LINE",
+    "PumpResult",
+    "pump_events",
+    "decode_objects",
+    "malformed_diagnostic",
+]
+
+EXIT_OUTPUT_GRACE = 2.0
+"""After the agent exits, how long its stdout is still read before reading ends anyway."""
+
+MALFORMED_LINE = "malformed_output_line"
+"""The code of the diagnostic that stands for a stdout line that is not JSON."""
+
+
+@attrs.frozen
+class PumpResult:
+    """How :func:`pump_events` ended."""
+
+    eof: bool
+    """Stdout ended by itself (False: cut off ``exit_grace`` after the exit, or stopped at an oversize line)."""
+    oversize: bool
+    """A line passed the framing cap and ``on_oversize`` chose to stop reading."""
+
+
+def malformed_diagnostic(marker: Malformed) -> Diagnostic:
+    """The :data:`MALFORMED_LINE` diagnostic for a line that is not JSON."""
+    return Diagnostic(
+        code=MALFORMED_LINE,
+        detail=f"malformed stdout line #{marker.count}: {marker.head.decode('utf-8', 'replace')}",
+    )
+
+
+def decode_objects(codec: HostCodec, objs: Sequence[Any]) -> list[Event]:
+    """Events for parsed lines one by one; a :class:`Malformed` marker becomes a diagnostic."""
+    events: list[Event] = []
+    for obj in objs:
+        if type(obj) is Malformed:
+            events.append(malformed_diagnostic(obj))
+        else:
+            events.extend(codec.decode(obj))
+    return events
+
+
+async def pump_events(
+    proc: AgentProcess,
+    codec: HostCodec,
+    on_events: Callable[[list[Event]], Awaitable[None]],
+    *,
+    on_oversize: Callable[[list[Event]], Awaitable[bool]],
+    on_send_error: Callable[[AgentrtError], Awaitable[None]] | None = None,
+    exit_grace: float = EXIT_OUTPUT_GRACE,
+) -> PumpResult:
+    """Read ``proc``'s stdout until it ends, handing each chunk's events to ``on_events``.
+
+    * Every complete line is parsed by the framing (the codec's
+      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded;
+      a line that is not JSON is a ``malformed_output_line`` diagnostic in
+      its place.  ``on_events`` gets one list per chunk that completed a line, in order
+      (possibly empty: lines that decode to nothing).
+    * A line past :data:`~agentrt.lowlevel.MAX_LINE_BYTES`: ``on_oversize``
+      gets the events of the lines before it in the same chunk and answers
+      whether to read on (with fresh framing, the rest of the long line then
+      arriving as ordinary lines) or to stop (the tail is then not decoded).
+    * After each decoded chunk, what the codec owes the agent
+      (:meth:`~agentrt.dialect.HostCodec.drain_output`) is written; a write
+      failure goes to ``on_send_error`` (raised when there is none).
+    * At end of output the unterminated last line and the codec's
+      :meth:`~agentrt.dialect.HostCodec.finish` events are handed over.
+    * Once the process has exited, reading ends ``exit_grace`` seconds later
+      at the latest (:meth:`AgentProcess.end_output`).
+    """
+    cut = False
+
+    async def end_output_after_exit() -> None:
+        # Races the exit against end of output without a cost per chunk: the
+        # loop reads on undisturbed until the grace after the exit is over.
+        nonlocal cut
+        await proc.exited.wait()
+        await trio.sleep(exit_grace)
+        cut = True
+        await proc.end_output()
+
+    with collapse_single_group():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(end_output_after_exit)
+            try:
+                oversize = await _read(proc, codec, on_events, on_oversize, on_send_error)
+            finally:
+                nursery.cancel_scope.cancel()
+    return PumpResult(eof=not cut and not oversize, oversize=oversize)
+
+
+async def _read(
+    proc: AgentProcess,
+    codec: HostCodec,
+    on_events: Callable[[list[Event]], Awaitable[None]],
+    on_oversize: Callable[[list[Event]], Awaitable[bool]],
+    on_send_error: Callable[[AgentrtError], Awaitable[None]] | None,
+) -> bool:
+    """The loop itself; True when it stopped at an oversize line."""
+    reader = JsonlReader(codec.line_loader)
+    decode_batch = codec.decode_batch
+    drain = codec.drain_output
+    seen_malformed = 0
+    while True:
+        chunk = await proc.receive_some()
+        if not chunk:
+            break
+        try:
+            objs = reader.feed(chunk)
+        except OutputOversize as exc:
+            # What complete lines preceded the oversize one still counts.
+            if not await on_oversize(decode_objects(codec, exc.objects)):
+                return True
+            reader = JsonlReader(codec.line_loader)
+            seen_malformed = 0
+            continue
+        if objs:
+            if reader.malformed_count == seen_malformed:
+                # The usual case: every line parsed, one batch call to the codec.
+                events = decode_batch(objs)
+            else:
+                seen_malformed = reader.malformed_count
+                events = decode_objects(codec, objs)
+            await on_events(events)
+            owed = drain()
+            if owed:  # a request/response protocol's next request (e.g. its handshake)
+                try:
+                    await proc.send(owed)
+                except AgentrtError as exc:
+                    if on_send_error is None:
+                        raise
+                    await on_send_error(exc)
+    tail = decode_objects(codec, reader.finish())
+    tail.extend(codec.finish())
+    if tail:
+        await on_events(tail)
+    return False

@@ -1,0 +1,181 @@
+"""The host engine on real child processes: :func:`agentrt.lowlevel.pump_events` and :class:`Fanout`.
+
+The children are small Python fixture programs; the codec is a fixture too
+(one ``status`` event per JSON line), so what is tested is the loop: order,
+malformed and oversize policy, end of output after the exit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from agentrt.dialect import HostCodec, Turn
+from agentrt.events import Diagnostic, Event, EventBatch, Status, TextDelta
+from agentrt.lowlevel import (
+    MALFORMED_LINE,
+    MAX_LINE_BYTES,
+    Fanout,
+    ProcessSpec,
+    open_process,
+    pump_events,
+)
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def py(code: str) -> ProcessSpec:
+    return ProcessSpec(argv=(sys.executable, "-S", "-c", code), env=ENV)
+
+
+class FixtureCodec(HostCodec):
+    """One ``status`` event per JSON line (its ``n``), and one more at end of output."""
+
+    def encode_turn(self, turn: Turn) -> bytes:
+        return b"\n"
+
+    def decode(self, obj: Any) -> Sequence[Event]:
+        return (Status(kind="line", label=str(obj.get("n"))),)
+
+    def finish(self) -> Sequence[Event]:
+        return (Status(kind="end"),)
+
+
+def _labels(events: list[Event]) -> list[str]:
+    out = []
+    for ev in events:
+        if isinstance(ev, Status):
+            out.append(ev.label or ev.kind)
+        elif isinstance(ev, Diagnostic):
+            out.append(ev.code)
+    return out
+
+
+async def _pump(code: str, *, keep_reading: bool, exit_grace: float = 2.0) -> tuple[Any, list[str], list[str]]:
+    seen: list[Event] = []
+    before_oversize: list[Event] = []
+
+    async def on_events(events: list[Event]) -> None:
+        seen.extend(events)
+
+    with trio.fail_after(60):  # a hang guard only
+        async with open_process(py(code)) as proc:
+
+            async def on_oversize(before: list[Event]) -> bool:
+                before_oversize.extend(before)
+                seen.extend(before)
+                seen.append(Diagnostic(code="oversize"))
+                if keep_reading:
+                    await proc.send(b"go\n")  # the fixture writes its next line only now
+                return keep_reading
+
+            result = await pump_events(
+                proc, FixtureCodec(), on_events, on_oversize=on_oversize, exit_grace=exit_grace
+            )
+            await proc.stop()
+    return result, _labels(seen), _labels(before_oversize)
+
+
+FLOOD = (
+    "import sys; w = sys.stdout.buffer.write\n"
+    "w(b'{\"n\": 1}\\n' + b'x' * " + str(MAX_LINE_BYTES + 10) + " + b'\\n'); sys.stdout.flush()\n"
+    "if sys.stdin.readline(): w(b'{\"n\": 2}\\n')\n"
+)
+
+
+async def test_oversize_line_read_on_when_the_policy_says_so() -> None:
+    result, seen, before = await _pump(FLOOD, keep_reading=True)
+    # The line before comes first, with the oversize call or before it (chunking decides).
+    assert seen[:2] == ["1", "oversize"] and before in ([], ["1"])
+    # The rest of the long line went with the failed framing; a later line is read as usual.
+    assert seen[-2:] == ["2", "end"]
+    assert result.eof and not result.oversize
+
+
+async def test_oversize_line_stops_reading_when_the_policy_says_so() -> None:
+    result, seen, before = await _pump(FLOOD, keep_reading=False)
+    assert before in ([], ["1"])
+    assert seen == ["1", "oversize"]  # neither the later line nor the codec's end-of-output events
+    assert result.oversize and not result.eof
+
+
+async def test_malformed_lines_are_diagnostics_in_their_place() -> None:
+    code = "import sys; sys.stdout.write('{\"n\": 1}\\nnot json\\n{\"n\": 2}\\n{\"n\": 3}')"
+    result, seen, _ = await _pump(code, keep_reading=False)
+    assert seen == ["1", MALFORMED_LINE, "2", "3", "end"]  # the unterminated last line is parsed at EOF
+    assert result.eof
+
+
+async def test_reading_ends_after_the_exit_while_a_grandchild_holds_stdout() -> None:
+    code = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(600)'])\n"
+        "sys.stdout.write('{\"n\": 1}\\n')\n"
+    )
+    result, seen, _ = await _pump(code, keep_reading=False, exit_grace=0.2)
+    assert seen == ["1", "end"]
+    assert not result.eof  # cut off after the grace: the grandchild never closed the pipe
+
+
+class _Sink:
+    def __init__(self, name: str, *, fail: set[int] = frozenset(), policy: str = "block") -> None:  # type: ignore[assignment]
+        self.name = name
+        self.policy = policy
+        self.buffer_size = 1
+        self.fail = fail
+        self.batches: list[EventBatch] = []
+        self.closed = False
+
+    async def handle(self, batch: EventBatch) -> None:
+        if batch.first_seq in self.fail:
+            raise RuntimeError(f"boom at {batch.first_seq}")
+        self.batches.append(batch)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _batch(seq: int, source: str = "s") -> EventBatch:
+    return EventBatch(source=source, first_seq=seq, mono=0.0, wall=0.0, events=(TextDelta(text=str(seq)),))
+
+
+async def test_fanout_reports_failures_through_the_callback_and_keeps_delivering() -> None:
+    reported: list[Diagnostic] = []
+    flaky = _Sink("flaky", fail={1})
+    good = _Sink("good")
+    async with trio.open_nursery() as nursery:
+        fanout = Fanout(nursery, [flaky, good], on_failure=reported.append)
+        for seq in range(4):
+            await fanout.send(_batch(seq))
+        await fanout.aclose()
+    assert [ev.code for ev in reported] == ["sink_failed"] and "flaky" in reported[0].detail
+    assert [b.first_seq for b in flaky.batches] == [0, 2, 3]
+    assert [b.first_seq for b in good.batches] == [0, 1, 2, 3]
+    assert fanout.failures == {"flaky": 1}
+    assert flaky.closed and good.closed
+
+
+async def test_fanout_detaches_after_max_failures_in_a_row() -> None:
+    reported: list[Diagnostic] = []
+    broken = _Sink("broken", fail={0, 1, 2, 3})
+    async with trio.open_nursery() as nursery:
+        fanout = Fanout(nursery, [broken], on_failure=reported.append, max_failures=1)
+        for seq in range(4):
+            await fanout.send(_batch(seq))
+        await fanout.aclose()
+    assert [ev.code for ev in reported] == ["sink_detached"]
+    assert "sink 'broken' failed and was detached" in reported[0].detail
+
+
+async def test_fanout_without_coalescing_keeps_every_batch_of_every_source() -> None:
+    slow = _Sink("slow", policy="coalesce")
+    async with trio.open_nursery() as nursery:
+        fanout = Fanout(nursery, [slow], coalesce=False)
+        for seq in range(6):  # no checkpoint for the sink's task in between: it falls behind
+            await fanout.send(_batch(seq, source=f"bot{seq % 2}"))
+        await fanout.aclose()
+    assert [(b.source, b.first_seq) for b in slow.batches] == [(f"bot{i % 2}", i) for i in range(6)]
