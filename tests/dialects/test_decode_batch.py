@@ -216,6 +216,60 @@ _text_with_surrogates = st.text(
 )
 
 
+_odd_value = st.one_of(
+    st.text(max_size=4) | _text_with_surrogates,
+    _extra_value,
+    st.just(1 << 70),  # past 64 bits: orjson (and so the kept fragments) refuse it
+    st.just({"k": [1 << 65]}),
+)
+
+
+@st.composite
+def _cli_other_line(draw: st.DrawFn) -> bytes:
+    # The other line kinds the CLI prints (typed by stream-json's loader), with odd values now and then.
+    def value(usual: object) -> object:
+        return draw(_usually(usual, _odd_value)) if draw(st.integers(0, 3)) == 0 else usual
+
+    kind = draw(st.sampled_from(["assistant", "user", "result", "rate_limit_event"]))
+    obj: dict[str, object] = {"type": kind}
+    if kind == "assistant":
+        blocks: list[object] = []
+        for _ in range(draw(st.integers(0, 3))):
+            btype = draw(st.sampled_from(["text", "thinking", "tool_use", "tool_use", "image"]))
+            if btype == "tool_use":
+                block = {"type": btype, "id": value(draw(st.sampled_from(["t1", "t2"]))), "name": value("Read")}
+                block["input"] = value({"file_path": draw(st.text(max_size=4) | _text_with_surrogates)})
+            else:
+                block = {"type": btype, btype: value(draw(st.sampled_from(["ab", "a", "abc", "xy", ""])))}
+            blocks.append(block)
+        obj["message"] = {"id": value(draw(st.sampled_from(["msg_a", "msg_b"]))), "model": "m", "content": blocks}
+        if draw(st.integers(0, 5)) == 0:
+            obj["error"] = value("rate_limit")
+    elif kind == "user":
+        error = draw(st.booleans())
+        content = [
+            {"tool_use_id": value("t1"), "type": "tool_result", "content": value("out"), "is_error": value(error)}
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        obj["message"] = {"role": "user", "content": value(content)}
+    elif kind == "result":
+        obj["subtype"] = value(draw(st.sampled_from(["success", "error_during_execution"])))
+        obj["is_error"] = value(draw(st.booleans()))
+        obj["result"] = value("done")
+        obj["usage"] = value({"input_tokens": value(3), "output_tokens": 4, "service_tier": "standard"})
+        if draw(st.booleans()):
+            obj["session_id"] = value("s")
+    else:
+        obj["rate_limit_info"] = value({"status": value(draw(st.sampled_from(["allowed", "rejected", ""])))})
+    obj["uuid"] = draw(st.text(max_size=4) | _text_with_surrogates)
+    ascii_only = draw(st.booleans())
+    line = json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 5)) == 0 and b'"uuid":"' in line:
+        at = line.index(b'"uuid":"') + len(b'"uuid":"')
+        line = line[:at] + b"\xff" + line[at:]  # invalid UTF-8 in a skipped string
+    return line
+
+
 # The blocks the deltas stream, so that later complete lines are checked against them.
 _CONTEXT = [
     b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_a","content":[]}}}',
@@ -236,6 +290,7 @@ _LINES = {
             _cli_delta_line(dialect == "stream-json"),
             _cli_delta_line(dialect == "stream-json"),
             st.sampled_from(_CONTEXT),
+            _cli_other_line(),
         ),
         min_size=1,
         max_size=12,
