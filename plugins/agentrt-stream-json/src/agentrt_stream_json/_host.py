@@ -52,7 +52,6 @@ from ._typed import (
     TextDeltaBody,
     ThinkingBlock,
     ThinkingDeltaBody,
-    ToolUseBlock,
     UserLine,
     load_line,
     loads_raw,
@@ -363,14 +362,17 @@ class StreamJsonHostCodec(HostCodec):
             if kind is AssistantLine:
                 return self._typed_assistant(typed, line)
             if kind is UserLine:
-                contents = [loads_raw(block.content) for block in typed.message.content]
-                if not contents:
+                results = typed.message.content
+                if not results:
                     return (RawEvent(name="user", raw=line),)
                 return [
                     ToolResult(
-                        tool_use_id=block.tool_use_id or "", content=content, is_error=block.is_error is True, raw=line
+                        tool_use_id=block.tool_use_id or "",
+                        content=block.content,
+                        is_error=block.is_error is True,
+                        raw=line,
                     )
-                    for block, content in zip(typed.message.content, contents, strict=True)
+                    for block in results
                 ]
             if kind is ResultLine:
                 subtype = typed.subtype
@@ -395,7 +397,6 @@ class StreamJsonHostCodec(HostCodec):
 
     def _typed_assistant(self, typed: AssistantLine, line: bytes) -> Sequence[Event]:
         content = typed.message.content
-        inputs = [loads_raw(block.input) if type(block) is ToolUseBlock else None for block in content]
         msg = typed.message.id
         out: list[Event] = []
         for position, block in enumerate(content):
@@ -410,7 +411,7 @@ class StreamJsonHostCodec(HostCodec):
                 tool_id = block.id  # type: ignore[union-attr]
                 if tool_id is not None and tool_id in self._tools_emitted:
                     continue
-                event = tool_use_event(line, {"id": tool_id, "name": block.name, "input": inputs[position]})  # type: ignore[union-attr]
+                event = tool_use_event(line, {"id": tool_id, "name": block.name, "input": block.input})  # type: ignore[union-attr]
                 if event.id:
                     self._tools_emitted.add(event.id)
                 out.append(event)

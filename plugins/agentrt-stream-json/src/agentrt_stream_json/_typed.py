@@ -13,7 +13,7 @@ message): the host codec parses the kept line then, with the framing's rules.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 import orjson
@@ -56,12 +56,19 @@ class ThinkingBlock(msgspec.Struct, tag="thinking", tag_field="type", gc=False):
     thinking: str
 
 
-class ToolUseBlock(msgspec.Struct, tag="tool_use", tag_field="type", gc=False):
-    """A complete ``tool_use`` block; its input is kept as JSON text (see :func:`loads_raw`)."""
+# A JSON scalar as orjson reads it.  Integers are bounded: past 64 bits the
+# framing reads a double (as JSON.parse does), so such a line takes the general
+# path instead; so does a nested value (an array or object) in a tool input.
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Scalar = Union[str, bool, None, float, _Int]
+
+
+class ToolUseBlock(msgspec.Struct, tag="tool_use", tag_field="type"):
+    """A complete ``tool_use`` block whose input holds only scalars (the common case)."""
 
     id: Union[str, None] = None
     name: Union[str, None] = None
-    input: msgspec.Raw = msgspec.Raw()
+    input: Union[dict[str, _Scalar], None] = None
 
 
 class _AssistantMessage(msgspec.Struct, gc=False):
@@ -79,7 +86,8 @@ class AssistantLine(msgspec.Struct, tag="assistant", tag_field="type", gc=False)
 
 class _ToolResultBlock(msgspec.Struct, tag="tool_result", tag_field="type", gc=False):
     tool_use_id: Union[str, None] = None
-    content: msgspec.Raw = msgspec.Raw()
+    # Text, as tools mostly return; a list of content blocks takes the general path.
+    content: Union[str, None] = None
     is_error: Union[bool, None] = None
 
 
