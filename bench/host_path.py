@@ -196,6 +196,49 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     }
 
 
+def mix_loader_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
+    """CPU µs per mix line of stream-json's pure host path: every line kind typed vs deltas only.
+
+    The second loader is the one stream-json had before the other line kinds
+    were typed (content-block deltas through msgspec, every other line through
+    orjson into dicts), so the ratio is a before/after measured in the same
+    run, interleaved, best of ``repeat``.
+    """
+    import msgspec
+
+    from agentrt import Plugins
+    from agentrt.lowlevel import JsonlReader
+    from agentrt_awp_jsonl.anthropic import typed_loader
+    from agentrt_stream_json._typed import StreamDelta
+
+    dialect = Plugins(autoload=True).dialect("stream-json")
+    deltas_only = typed_loader(
+        b'{"type":"stream_event","event":{"type":"content_block_delta",', msgspec.json.Decoder(StreamDelta).decode
+    )
+    chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
+
+    def host(loader: Any) -> float:
+        codec = dialect.host_codec()
+        reader = JsonlReader(loader if loader is not None else codec.line_loader)
+        t0 = time.process_time()
+        for chunk in chunks:
+            objs = reader.feed(chunk)
+            if objs:
+                codec.decode_batch(objs)
+        return time.process_time() - t0
+
+    best_all = best_deltas = float("inf")
+    for _ in range(repeat):
+        best_all = min(best_all, host(None))
+        best_deltas = min(best_deltas, host(deltas_only))
+    n = blob.count(b"\n")
+    return {
+        "mix_typed_us_per_line": best_all / n * 1e6,
+        "mix_deltas_only_us_per_line": best_deltas / n * 1e6,
+        "mix_typed_vs_deltas_only": best_all / best_deltas,
+    }
+
+
 def orjson_seconds(blob: bytes, repeat: int = 5) -> float:
     """CPU seconds orjson.loads takes over every line of ``blob`` (best of ``repeat``).
 
@@ -301,6 +344,7 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
         out.update({k: v for k, v in summarize(small_done, "sdk_small", keys).items() if "_vs_sdk" in k})
     pure = inprocess_costs(small, "stream-json")
     out.update({f"small_delta_{k}": v for k, v in pure.items()})
+    out.update(mix_loader_costs(blob))
     ceiling = statistics.median(f["wall_s"] for f in mix_runs["bare"]) + orjson_seconds(blob)
     out["full_parse_ceiling_s"] = ceiling
     return out

@@ -216,6 +216,68 @@ _text_with_surrogates = st.text(
 )
 
 
+_odd_value = st.one_of(
+    st.text(max_size=4) | _text_with_surrogates,
+    _extra_value,
+    st.just(1 << 70),  # past 64 bits: orjson (and so the kept fragments) refuse it
+    st.just({"k": [1 << 65]}),
+)
+
+
+# Around the 64-bit edges, where orjson and msgspec read integers differently.
+_numbers = st.one_of(st.integers(), st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63) - 1, 1.5, -0.0]))
+
+
+_mostly_plain = _usually("p", st.text(max_size=4) | _text_with_surrogates)
+
+
+@st.composite
+def _cli_other_line(draw: st.DrawFn) -> bytes:
+    # The other line kinds the CLI prints (typed by stream-json's loader), with odd values now and then.
+    def value(usual: object) -> object:
+        return draw(_usually(usual, _odd_value)) if draw(st.integers(0, 3)) == 0 else usual
+
+    kind = draw(st.sampled_from(["assistant", "user", "result", "rate_limit_event"]))
+    obj: dict[str, object] = {"type": kind}
+    if kind == "assistant":
+        blocks: list[object] = []
+        for _ in range(draw(st.integers(0, 3))):
+            btype = draw(st.sampled_from(["text", "thinking", "tool_use", "tool_use", "image"]))
+            if btype == "tool_use":
+                block = {"type": btype, "id": value(draw(st.sampled_from(["t1", "t2"]))), "name": value("Read")}
+                tool_input = {"file_path": draw(_mostly_plain), "limit": draw(_numbers)}
+                block["input"] = value(tool_input)
+            else:
+                block = {"type": btype, btype: value(draw(st.sampled_from(["ab", "a", "abc", "xy", ""])))}
+            blocks.append(block)
+        obj["message"] = {"id": value(draw(st.sampled_from(["msg_a", "msg_b"]))), "model": "m", "content": blocks}
+        if draw(st.integers(0, 5)) == 0:
+            obj["error"] = value("rate_limit")
+    elif kind == "user":
+        error = draw(st.booleans())
+        content = [
+            {"tool_use_id": value("t1"), "type": "tool_result", "content": value("out"), "is_error": value(error)}
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        obj["message"] = {"role": "user", "content": value(content)}
+    elif kind == "result":
+        obj["subtype"] = value(draw(st.sampled_from(["success", "error_during_execution"])))
+        obj["is_error"] = value(draw(st.booleans()))
+        obj["result"] = value("done")
+        obj["usage"] = value({"input_tokens": value(3), "output_tokens": 4, "service_tier": "standard"})
+        if draw(st.booleans()):
+            obj["session_id"] = value("s")
+    else:
+        obj["rate_limit_info"] = value({"status": value(draw(st.sampled_from(["allowed", "rejected", ""])))})
+    obj["uuid"] = draw(_mostly_plain)
+    ascii_only = draw(st.booleans())
+    line = json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 5)) == 0 and b'"uuid":"' in line:
+        at = line.index(b'"uuid":"') + len(b'"uuid":"')
+        line = line[:at] + b"\xff" + line[at:]  # invalid UTF-8 in a skipped string
+    return line
+
+
 # The blocks the deltas stream, so that later complete lines are checked against them.
 _CONTEXT = [
     b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_a","content":[]}}}',
@@ -236,6 +298,7 @@ _LINES = {
             _cli_delta_line(dialect == "stream-json"),
             _cli_delta_line(dialect == "stream-json"),
             st.sampled_from(_CONTEXT),
+            _cli_other_line(),
         ),
         min_size=1,
         max_size=12,
@@ -260,6 +323,35 @@ def test_line_loader_gives_the_events_of_the_generic_parse(dialect: str, data: s
     for ev in typed:
         orjson.dumps(to_json(ev))
         orjson.dumps(ev.raw)  # type: ignore[attr-defined]
+
+
+_EDGE_LINES = [
+    b'{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Read",'
+    b'"input":{"limit":%s}}]}}' % number
+    for number in (b"9223372036854775807", b"9223372036854775808", b"18446744073709551616", b"-9223372036854775809")
+] + [
+    b'{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"R","input":{"n":1e999}}]}}',
+] + [
+    b'{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"T",'
+    b'"input":{"a":[1,{"b":2}]}}]}}',
+    b'{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text",'
+    b'"text":"x"}],"is_error":true}]}}',
+    b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"\\ud800"}]}}',
+    b'{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":18446744073709551616}}',
+    b'{"type":"result","subtype":"success","is_error":false,"uuid":"\xff","usage":{"input_tokens":1}}',
+    b'{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1}}',
+    b'{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"error":"rate_limit"}',
+]
+
+
+@pytest.mark.parametrize("line", _EDGE_LINES)
+def test_line_loader_edges_of_the_typed_line_kinds(line: bytes) -> None:
+    # Values msgspec would read otherwise than the framing (past 64 bits, nested, refused) send
+    # the line to the general path, so the events are those of the plain parse.
+    typed, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=True)
+    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=False)
+    assert typed and [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
+    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])

@@ -19,12 +19,14 @@ from agentrt.events import (
     Status,
     TextDelta,
     ThinkingDelta,
+    ToolResult,
     ToolUse,
     TurnCompleted,
     TurnFailed,
     Usage,
 )
 from agentrt.labels import tool_label
+from agentrt.lowlevel import parse_line
 from agentrt.permissions import PermissionDecision
 from agentrt_awp_jsonl.anthropic import (
     SHUTDOWN_LINE,
@@ -40,7 +42,20 @@ from agentrt_awp_jsonl.anthropic import (
     untyped,
 )
 
-from ._typed import JsonDelta, TextDeltaBody, ThinkingDeltaBody, load_line
+from ._typed import (
+    AssistantLine,
+    JsonDelta,
+    RateLimitLine,
+    ResultLine,
+    StreamDelta,
+    TextBlock,
+    TextDeltaBody,
+    ThinkingBlock,
+    ThinkingDeltaBody,
+    UserLine,
+    load_line,
+    loads_raw,
+)
 
 __all__ = ["StreamJsonHostCodec", "permission_response"]
 
@@ -270,6 +285,10 @@ class StreamJsonHostCodec(HostCodec):
             # delta, or hands the line to the general path and goes on.
             if type(obj) is tuple:  # decoded typed by line_loader
                 typed, raw = obj
+                if type(typed) is not StreamDelta:
+                    out.extend(self._typed_line(typed, raw))
+                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                    continue
                 ev = typed.event
                 delta = ev.delta
                 if type(delta) is not TextDeltaBody:
@@ -331,6 +350,72 @@ class StreamJsonHostCodec(HostCodec):
             if block is not None:
                 block[2].append(delta.partial_json)
         return _NO_EVENTS  # input_json_delta, signature_delta
+
+    def _typed_line(self, typed: Any, line: bytes) -> Sequence[Event]:
+        # The line kinds other than deltas, decoded typed: the same events as
+        # the handlers of the parsed object.  What the structs leave out (a
+        # failed result, a rate limit that limits) and a kept fragment orjson
+        # refuses go to the general path with the line parsed as the framing
+        # parses it; every fragment is parsed before any state changes.
+        kind = type(typed)
+        try:
+            if kind is AssistantLine:
+                return self._typed_assistant(typed, line)
+            if kind is UserLine:
+                results = typed.message.content
+                if not results:
+                    return (RawEvent(name="user", raw=line),)
+                return [
+                    ToolResult(
+                        tool_use_id=block.tool_use_id or "",
+                        content=block.content,
+                        is_error=block.is_error is True,
+                        raw=line,
+                    )
+                    for block in results
+                ]
+            if kind is ResultLine:
+                subtype = typed.subtype
+                if not (typed.is_error is True or (subtype is not None and subtype.startswith("error"))):
+                    usage_obj = loads_raw(typed.usage)
+                    self._end_turn()
+                    return (
+                        TurnCompleted(
+                            session_id=typed.session_id,
+                            usage=Usage.from_mapping(usage_obj) if isinstance(usage_obj, dict) else None,
+                            result=typed.result,
+                            raw=line,
+                        ),
+                    )
+            elif kind is RateLimitLine:
+                info = typed.rate_limit_info
+                if info is None or not info.status or info.status == "allowed":
+                    return (RawEvent(name="rate_limit_event", raw=line),)
+        except Exception:
+            pass
+        return self.decode(parse_line(line))
+
+    def _typed_assistant(self, typed: AssistantLine, line: bytes) -> Sequence[Event]:
+        content = typed.message.content
+        msg = typed.message.id
+        out: list[Event] = []
+        for position, block in enumerate(content):
+            kind = type(block)
+            if kind is TextBlock:
+                if block.text:  # type: ignore[union-attr]
+                    out.extend(self._unstreamed("text", msg, position, block.text, line))  # type: ignore[union-attr]
+            elif kind is ThinkingBlock:
+                if block.thinking:  # type: ignore[union-attr]
+                    out.extend(self._unstreamed("thinking", msg, position, block.thinking, line))  # type: ignore[union-attr]
+            else:
+                tool_id = block.id  # type: ignore[union-attr]
+                if tool_id is not None and tool_id in self._tools_emitted:
+                    continue
+                event = tool_use_event(line, {"id": tool_id, "name": block.name, "input": block.input})  # type: ignore[union-attr]
+                if event.id:
+                    self._tools_emitted.add(event.id)
+                out.append(event)
+        return out if out else (RawEvent(name="assistant", raw=line),)
 
     def _text_message(self, msg: Any) -> dict[int, list[str]]:
         blocks = self._streamed.setdefault(("text", msg), {})
@@ -470,7 +555,7 @@ class StreamJsonHostCodec(HostCodec):
                 out.append(RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj))
         return out if out else (RawEvent(name="assistant", raw=obj),)
 
-    def _unstreamed(self, kind: str, msg: Any, position: int, text: str, obj: dict[str, Any]) -> list[Event]:
+    def _unstreamed(self, kind: str, msg: Any, position: int, text: str, obj: Any) -> list[Event]:
         cls = TextDelta if kind == "text" else ThinkingDelta
         blocks = self._streamed.get((kind, msg))
         if not blocks:
@@ -490,13 +575,16 @@ class StreamJsonHostCodec(HostCodec):
             )
         ]
 
-    def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
+    def _end_turn(self) -> None:
         # The turn is over: forget what was streamed in it.
         self._streamed.clear()
         self._text_msg, self._text_blocks = _UNSET, {}
         self._tool_blocks.clear()
         self._tools_emitted.clear()
         self._message_id = None
+
+    def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
+        self._end_turn()
         subtype = obj.get("subtype")
         usage_obj = obj.get("usage")
         usage = Usage.from_mapping(usage_obj) if isinstance(usage_obj, dict) else None

@@ -1,21 +1,40 @@
-"""Typed first parse of the stream-json hot line: a ``stream_event`` content-block delta.
+"""Typed first parse of the stream-json lines: deltas, complete messages, tool results, results.
 
 The same idea, and the same exactness argument, as the typed parse of the
 shared Anthropic wire module (``agentrt_awp_jsonl.anthropic``), whose delta
-structs this reuses: the real CLI wraps each raw API event in a
-``stream_event`` line with a session id, a uuid and the API message id, of
-which only the last is read.
+structs this reuses: msgspec decodes a line straight into small structs that
+hold only what the events use, and validates (without building) every other
+value: session ids, uuids, models, usage details of complete messages.  A line
+msgspec refuses, or whose shape the structs do not cover (an unknown content
+block, a value of another JSON type), is parsed by orjson as before; so is a
+line whose rare branch needs the whole object (a failed result, an API error
+message): the host codec parses the kept line then, with the framing's rules.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Annotated, Any, Union
 
 import msgspec
+import orjson
 
-from agentrt_awp_jsonl.anthropic import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody, typed_loader
+from agentrt_awp_jsonl.anthropic import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody
 
-__all__ = ["JsonDelta", "StreamDelta", "TextDeltaBody", "ThinkingDeltaBody", "load_line"]
+__all__ = [
+    "AssistantLine",
+    "JsonDelta",
+    "RateLimitLine",
+    "ResultLine",
+    "StreamDelta",
+    "TextBlock",
+    "TextDeltaBody",
+    "ThinkingBlock",
+    "ThinkingDeltaBody",
+    "ToolUseBlock",
+    "UserLine",
+    "load_line",
+    "loads_raw",
+]
 
 
 class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False):
@@ -25,9 +44,124 @@ class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False
     api_message_id: Union[str, None] = None
 
 
-#: ``(StreamDelta, line)`` for a content-block delta line msgspec accepts, else the parsed JSON.
-#: The CLI writes these keys first, in this order (JSON.stringify keeps insertion
-#: order); a line that starts otherwise is parsed generically without trying.
-load_line = typed_loader(
-    b'{"type":"stream_event","event":{"type":"content_block_delta",', msgspec.json.Decoder(StreamDelta).decode
-)
+class TextBlock(msgspec.Struct, tag="text", tag_field="type", gc=False):
+    """A complete ``text`` content block."""
+
+    text: str
+
+
+class ThinkingBlock(msgspec.Struct, tag="thinking", tag_field="type", gc=False):
+    """A complete ``thinking`` content block (its signature is skipped)."""
+
+    thinking: str
+
+
+# A JSON scalar as orjson reads it.  Integers are bounded: past 64 bits the
+# framing reads a double (as JSON.parse does), so such a line takes the general
+# path instead; so does a nested value (an array or object) in a tool input.
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Scalar = Union[str, bool, None, float, _Int]
+
+
+class ToolUseBlock(msgspec.Struct, tag="tool_use", tag_field="type"):
+    """A complete ``tool_use`` block whose input holds only scalars (the common case)."""
+
+    id: Union[str, None] = None
+    name: Union[str, None] = None
+    input: Union[dict[str, _Scalar], None] = None
+
+
+class _AssistantMessage(msgspec.Struct, gc=False):
+    content: list[Union[TextBlock, ThinkingBlock, ToolUseBlock]]
+    id: Union[str, None] = None
+
+
+class AssistantLine(msgspec.Struct, tag="assistant", tag_field="type", gc=False):
+    """An ``assistant`` line whose content is a list of text, thinking and tool_use blocks."""
+
+    message: _AssistantMessage
+    # An API error message (a string here) takes the general path.
+    error: None = None
+
+
+class _ToolResultBlock(msgspec.Struct, tag="tool_result", tag_field="type", gc=False):
+    tool_use_id: Union[str, None] = None
+    # Text, as tools mostly return; a list of content blocks takes the general path.
+    content: Union[str, None] = None
+    is_error: Union[bool, None] = None
+
+
+class _UserMessage(msgspec.Struct, gc=False):
+    content: list[_ToolResultBlock]
+
+
+class UserLine(msgspec.Struct, tag="user", tag_field="type", gc=False):
+    """A ``user`` line carrying only ``tool_result`` blocks."""
+
+    message: _UserMessage
+
+
+class ResultLine(msgspec.Struct, tag="result", tag_field="type", gc=False):
+    """A ``result`` line: the values a completed turn's event reads (durations, costs, denials skipped)."""
+
+    subtype: Union[str, None] = None
+    is_error: Union[bool, None] = None
+    result: Union[str, None] = None
+    session_id: Union[str, None] = None
+    usage: msgspec.Raw = msgspec.Raw()
+
+
+class _RateLimitInfo(msgspec.Struct, gc=False):
+    status: Union[str, None] = None
+
+
+class RateLimitLine(msgspec.Struct, tag="rate_limit_event", tag_field="type", gc=False):
+    """A ``rate_limit_event`` line (only its status is read)."""
+
+    rate_limit_info: Union[_RateLimitInfo, None] = None
+
+
+# The CLI writes "type" first (JSON.stringify keeps insertion order); a line
+# that starts otherwise is parsed generically without trying.
+_DELTA = b'{"type":"stream_event","event":{"type":"content_block_delta",'
+_DECODERS: dict[bytes, Any] = {
+    b'{"type":"assistant",': msgspec.json.Decoder(AssistantLine).decode,
+    b'{"type":"user",': msgspec.json.Decoder(UserLine).decode,
+    b'{"type":"result",': msgspec.json.Decoder(ResultLine).decode,
+    b'{"type":"rate_limit_event",': msgspec.json.Decoder(RateLimitLine).decode,
+}
+_decode_delta = msgspec.json.Decoder(StreamDelta).decode
+_loads = orjson.loads
+_error = msgspec.DecodeError  # ValidationError is a subclass
+
+
+def loads_raw(raw: msgspec.Raw) -> Any:
+    """The value of a kept JSON fragment, parsed by orjson (``None`` when the key was absent).
+
+    Raises ``ValueError`` for what orjson refuses (a >64-bit integer, invalid
+    UTF-8, a lone surrogate): the caller then parses the whole line as the
+    framing does, so the event is the one of the plain parse.
+    """
+    return _loads(memoryview(raw)) if raw else None
+
+
+def load_line(line: bytes) -> Any:
+    """``(struct, line)`` for a line msgspec accepts into one of the structs above, else the parsed JSON.
+
+    Raises ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson
+    refuses, so that the framing's lenient path takes it.
+    """
+    if line.startswith(_DELTA):
+        try:
+            return (_decode_delta(line), line)
+        except _error:
+            pass
+    else:
+        end = line.find(b",", 9, 30)
+        decode = _DECODERS.get(line[: end + 1]) if end > 0 else None
+        if decode is not None:
+            try:
+                return (decode(line), line)
+            except _error:
+                pass
+    return _loads(line)
