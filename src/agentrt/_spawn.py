@@ -115,6 +115,17 @@ class _LinuxProcess:
             self._close_pidfd()
         return code
 
+    async def wait_exiting(self) -> None:
+        """Wait until the child has exited, without reaping it (it stays a zombie until :meth:`wait`).
+
+        Waits on the same pidfd as :meth:`wait` (no second descriptor per
+        child); returns at once if the child was already reaped.
+        """
+        async with self._wait_lock:
+            if self._pidfd is not None:
+                with contextlib.suppress(trio.ClosedResourceError):
+                    await trio.lowlevel.wait_readable(self._pidfd)
+
     def __del__(self) -> None:
         fd = getattr(self, "_pidfd", None)
         if fd is not None:
