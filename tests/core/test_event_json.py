@@ -158,3 +158,36 @@ def test_every_event_of_the_claude_code_captures_encodes_as_before() -> None:
         old = old_to_json(ev)
         assert to_json(ev) == old
         assert event_line(ev) == orjson.dumps(old) + b"\n"
+
+
+def test_run_json_prints_every_sample_and_capture_event_as_to_json() -> None:
+    import os
+
+    import trio
+
+    from agentrt._cli_run import _StdoutSink
+    from agentrt.events import EventBatch
+
+    deltas = [TextDelta(text="\u2028\x00\"\\\U0001f600", index=7), TextDelta(text="x", index=True)]
+    events = tuple(SAMPLES + deltas + (_capture_events() if CAPTURES.is_dir() else []))
+    r, w = os.pipe()
+    chunks: list[bytes] = []
+
+    async def main() -> None:
+        sink = _StdoutSink(True, fd=w)
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                while chunk := await trio.to_thread.run_sync(os.read, r, 1 << 16):
+                    chunks.append(chunk)
+
+            nursery.start_soon(read)
+            with trio.fail_after(30):
+                await sink.handle(EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0, events=events))
+            os.close(w)
+
+    try:
+        trio.run(main)
+    finally:
+        os.close(r)
+    assert b"".join(chunks) == b"".join(orjson.dumps(old_to_json(ev)) + b"\n" for ev in events)
