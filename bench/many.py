@@ -5,9 +5,9 @@ memory cannot make the next look cheap), interleaved round by round:
 
 * ``bare``: ``trio.lowlevel.open_process`` with three pipes, one task per
   child waiting for its exit (the baseline);
-* ``spawn``: ``agentrt._spawn.open_owned_process`` (the long-lived spawner
+* ``spawn``: ``agentrt.lowlevel.open_owned_process`` (the long-lived spawner
   thread and the death signal), otherwise as ``bare``;
-* ``process``: ``agentrt._process.open_process`` (stderr drain, exit watch,
+* ``process``: ``agentrt.lowlevel.open_process`` (stderr drain, exit watch,
   bounded stop);
 * ``conversation``: ``agentrt.open_conversation`` over awp-jsonl with no sink.
 
@@ -60,8 +60,7 @@ async def _hold_all(kind: str, n: int, agent: str) -> Figures:
     import trio
 
     from agentrt import LaunchSpec, Plugins, open_conversation
-    from agentrt._process import ProcessSpec, open_process
-    from agentrt._spawn import open_owned_process
+    from agentrt.lowlevel import ProcessSpec, open_owned_process, open_process
 
     plugins = Plugins(autoload=True)
     dialect = plugins.dialect("awp-jsonl")
