@@ -286,8 +286,10 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
             events.extend(codec.decode_batch(reader.feed(chunk)))
         used = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
+        texts.append(sum(sys.getsizeof(ev.text) for ev in events if hasattr(ev, "text")) / len(events))
         return used / len(events), len(events)
 
+    texts: list[float] = []
     typed, n_typed = held(True)
     plain, n_plain = held(False)
     assert n_typed == n_plain
@@ -295,6 +297,9 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
         "held_bytes_per_event_typed": typed,
         "held_bytes_per_event_plain": plain,
         "held_typed_vs_plain": typed / plain,
+        # What an event costs beyond its text (the str object itself): the constant.
+        "held_text_bytes_per_event": texts[0],
+        "held_over_text_bytes_per_event_typed": typed - texts[0],
     }
 
 

@@ -3,8 +3,10 @@
 Every contender is a child process of this bench, timed the same way from
 spawn to reap, with its stdout a pipe that the bench drains (to nowhere):
 
-* ``agentrt_plain`` / ``agentrt_json``: ``python -m agentrt run --protocol
-  stream-json go`` (plain text, and ``--json``: one event per line);
+* ``agentrt_plain`` / ``agentrt_json``: ``python -m agentrt run --no-log
+  --protocol stream-json go`` (plain text, and ``--json``: one event per line);
+* ``agentrt_plain_logged``: the same plain run recording into SQLite, as
+  ``run`` does by default (the SDK records nothing);
 * ``sdk``: bench/_sdk_query.py, one ``query()`` with ``cli_path`` set to the
   same fake CLI, writing each text delta to stdout (what ``run`` prints);
 * with ``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,11 +122,15 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": work}
     agentrt_env = {**base, "AWP_AGENT_CLI_EXECUTABLE": cli}
     sdk_env = {**base, "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
-    run = [VENV_PYTHON, "-m", "agentrt", "run", "--protocol", "stream-json"]
+    # --no-log: the SDK records nothing, so neither does agentrt here; the
+    # recorded run (the default, into SQLite) is its own contender.
+    run = [VENV_PYTHON, "-m", "agentrt", "run", "--no-log", "--protocol", "stream-json"]
+    logged = [VENV_PYTHON, "-m", "agentrt", "run", "--protocol", "stream-json"]
     contenders = {
         "sdk": lambda: measure([VENV_PYTHON, SDK_QUERY, cli], sdk_env, work),
         "agentrt_plain": lambda: measure([*run, "go"], agentrt_env, work),
         "agentrt_json": lambda: measure([*run, "--json", "go"], agentrt_env, work),
+        "agentrt_plain_logged": lambda: measure([*logged, "go"], agentrt_env, work),
     }
     before = os.environ.get("AGENTRT_BENCH_BEFORE")
     if before:
@@ -138,9 +145,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         runs = interleave(contenders, rounds)
     finally:
         os.unlink(session)
-        for name in os.listdir(work):
-            os.unlink(os.path.join(work, name))
-        os.rmdir(work)
+        shutil.rmtree(work)  # the logged run's database lies under it (HOME)
     summary = summarize(runs, "sdk", (*KEYS, "cli_cpu_s", "out_mb"))
     summary["session_lines"] = n
     print_summary(f"whole process, end to end (medians of {rounds} interleaved rounds [range]; ratios to sdk)", summary)

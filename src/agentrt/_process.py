@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from ._exceptions import collapse_single_group
-from ._spawn import OwnedProcess, open_owned_process
+from ._spawn import OwnedProcess, _LinuxProcess, open_owned_process
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -274,8 +274,8 @@ class AgentProcess:
 
     async def _watch_exit_inner(self) -> None:
         try:
-            if _HAS_PIDFD:
-                returncode, sig = await self._wait_pidfd()
+            if _HAS_PIDFD and isinstance(self._proc, _LinuxProcess):
+                returncode, sig = await self._wait_pidfd(self._proc)
             else:
                 code = await self._proc.wait()
                 self._reaped = True
@@ -286,13 +286,10 @@ class AgentProcess:
         self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
         self.exited.set()
 
-    async def _wait_pidfd(self) -> tuple[int | None, int | None]:
-        fd = os.pidfd_open(self.pid)
-        try:
-            await trio.lowlevel.wait_readable(fd)
-        finally:
-            trio.lowlevel.notify_closing(fd)
-            os.close(fd)
+    async def _wait_pidfd(self, proc: _LinuxProcess) -> tuple[int | None, int | None]:
+        # The spawner's own pidfd, not a second one per child: it tells the exit
+        # without reaping, so the pid stays ours until stop's final killpg.
+        await proc.wait_exiting()
         # A readable pidfd means the child is a zombie: this never blocks.
         flags = os.WEXITED | os.WNOWAIT | os.WNOHANG
         info = os.waitid(os.P_PID, self.pid, flags)  # noqa: ASYNC222

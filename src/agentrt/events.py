@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Union, get_args
 
 import attrs
 
+from . import _eventjson
+
 __all__ = [
     "Usage",
     "Event",
@@ -336,28 +338,13 @@ class EventBatch:
         ]
 
 
-def _converter() -> Any:
-    import cattrs
-
-    conv = cattrs.Converter(omit_if_default=False)
-    return conv
-
-
-_CONV = None
-
-
 def _conv() -> Any:
-    global _CONV
-    if _CONV is None:
-        _CONV = _converter()
-    return _CONV
+    return _eventjson.converter()
 
 
 def to_json(event: Event, *, raw: bool = False) -> dict[str, Any]:
     """The JSON form of an event: a dict whose ``type`` key names the class."""
-    data: dict[str, Any] = {"type": event.type}
-    data.update(_conv().unstructure(event))
-    del data["_raw"]
+    data = _eventjson.event_dict(event)
     if raw:
         data["raw"] = event.raw
     return data

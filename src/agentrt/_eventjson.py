@@ -1,0 +1,107 @@
+"""The JSON form of events, built from a per-class field plan instead of generic unstructuring.
+
+:func:`agentrt.events.to_json` used to unstructure every event through cattrs,
+which dispatches on every field's type for every event; on ``agentrt run
+--json`` that was most of the parent's CPU.  Here each event class gets, once,
+the list of its fields with their declared types: fields holding plain values
+(``str``, ``int``, ``float``, ``bool``, ``None``) are copied as they are, a
+:class:`~agentrt.events.Usage` becomes its dict directly, and only containers
+and unusual values still go through cattrs, with the field's declared type, so
+the result is exactly what cattrs gives (a test compares them on every event
+class and on real captures).
+
+:func:`event_line` goes further for output that is encoded at once: it never
+copies containers (orjson reads them in place) and hands only what orjson
+cannot encode to cattrs, so its bytes equal ``orjson.dumps(to_json(event))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import orjson
+
+from . import events as _events
+
+__all__ = ["event_dict", "event_line"]
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+# Per event class: (field name, declared type) for every field but the private raw.
+_PLANS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_NAMES: dict[type, tuple[str, ...]] = {}
+_conv: Any = None
+
+
+def _converter() -> Any:
+    global _conv
+    if _conv is None:
+        import cattrs
+
+        _conv = cattrs.Converter(omit_if_default=False)
+    return _conv
+
+
+def converter() -> Any:
+    """The cattrs converter of the JSON form (also used to rebuild events)."""
+    return _converter()
+
+
+def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        # cattrs resolves string annotations the same way before unstructuring.
+        attrs.resolve_types(cls)
+        plan = tuple((f.name, f.type) for f in attrs.fields(cls) if f.name != "_raw")
+        _PLANS[cls] = plan
+        _NAMES[cls] = tuple(name for name, _ in plan)
+    return plan
+
+
+def _usage(value: Any) -> dict[str, Any]:
+    return {
+        "input_tokens": value.input_tokens,
+        "output_tokens": value.output_tokens,
+        "cache_read_input_tokens": value.cache_read_input_tokens,
+        "cache_creation_input_tokens": value.cache_creation_input_tokens,
+    }
+
+
+def event_dict(event: Any) -> dict[str, Any]:
+    """The JSON form of ``event`` without ``raw``: ``type`` first, then the fields in order."""
+    usage = _events.Usage
+    data: dict[str, Any] = {"type": event.type}
+    for name, declared in _PLANS.get(type(event)) or _plan(type(event)):
+        value = getattr(event, name)
+        kind = type(value)
+        if kind in _PLAIN:
+            data[name] = value
+        elif kind is usage:
+            data[name] = _usage(value)
+        else:
+            data[name] = _converter().unstructure(value, unstructure_as=declared)
+    return data
+
+
+def _default(value: Any) -> Any:
+    # orjson calls this only for what it cannot encode itself (an attrs value,
+    # a non-dict mapping, ...): cattrs gives what to_json would have given.
+    if type(value) is _events.Usage:
+        return _usage(value)
+    return _converter().unstructure(value)
+
+
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
+
+
+def event_line(event: Any) -> bytes:
+    """``orjson.dumps(to_json(event))`` plus a newline, without copying the event's containers."""
+    cls = type(event)
+    names = _NAMES.get(cls)
+    if names is None:
+        _plan(cls)
+        names = _NAMES[cls]
+    data: dict[str, Any] = {"type": event.type}
+    for name in names:
+        data[name] = getattr(event, name)
+    return orjson.dumps(data, default=_default, option=_NEWLINE)
