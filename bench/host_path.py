@@ -209,7 +209,7 @@ def mix_loader_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
     from agentrt import Plugins
     from agentrt.lowlevel import JsonlReader
     from agentrt_awp_jsonl.anthropic import typed_loader
-    from agentrt_stream_json._typed import StreamDelta
+    from agentrt_stream_json.codec import StreamDelta
 
     dialect = Plugins(autoload=True).dialect("stream-json")
     deltas_only = typed_loader(

@@ -27,6 +27,7 @@ from agentrt.dialect import Dialect
 
 from ._agent import StreamJsonAgentCodec
 from ._host import StreamJsonHostCodec, permission_response
+from ._typed import StreamDelta
 
 __all__ = [
     "COMPAT_ARGS",
@@ -34,6 +35,7 @@ __all__ = [
     "StreamJsonHostCodec",
     "StreamJsonAgentCodec",
     "permission_response",
+    "StreamDelta",
 ]
 
 #: Added to the CLI's argv before ``--model`` (the AWP launch contract).
