@@ -103,6 +103,11 @@ class _StdoutSink:
         if not self.as_json and self.wrote_text and not self.output_closed:
             await self._write(b"\n")
 
+    async def write_after_close(self, data: bytes) -> None:
+        """Write one last line of the run's own (the turn's timeout), unless the reader went away."""
+        if not self.output_closed:
+            await self._write(data)
+
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
     """The validated launch (named agent ``agent`` under the env, with command-line overrides); exits 2 on error."""
@@ -345,8 +350,13 @@ async def _run(
         click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
         return EXIT_RUNTIME
     if timed_out:
-        click.echo(f"agentrt: error: turn_timeout: no result within {turn_timeout:g} s; the agent was stopped",
-                   err=True)
+        message = f"no result within {turn_timeout:g} s; the agent was stopped"
+        if sink.as_json:
+            # A reader of the event stream learns how the turn ended from the stream itself.
+            from ._eventjson import event_line
+
+            await sink.write_after_close(event_line(TurnFailed(code="turn_timeout", message=message)))
+        click.echo(f"agentrt: error: turn_timeout: {message}", err=True)
         return EXIT_RUNTIME
     if sink_failures:
         # Some events never reached a sink (the warnings said which): never exit 0 with output missing.

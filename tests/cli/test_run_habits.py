@@ -66,6 +66,16 @@ def test_timeout_ends_a_stuck_turn_and_reaps_the_agent(tmp_path: Path) -> None:
         os.kill(pid, 0)  # stopped and reaped before agentrt exited
 
 
+def test_timeout_with_json_ends_the_event_stream_with_turn_failed(tmp_path: Path) -> None:
+    stuck = _script(tmp_path, "stuck-agent", "import sys, time\nsys.stdin.readline()\ntime.sleep(3600)\n")
+    proc = _run(tmp_path, "--json", "--no-log", "--timeout", "0.5", "hi", AWP_AGENT_CLI_EXECUTABLE=stuck)
+    assert proc.returncode == 3, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[-1] == {"type": "turn_failed", "code": "turn_timeout",
+                          "message": "no result within 0.5 s; the agent was stopped", "usage": None}
+    assert "agentrt: error: turn_timeout:" in proc.stderr
+
+
 def test_timeout_must_be_positive(tmp_path: Path) -> None:
     proc = _run(tmp_path, "--timeout", "0", "hi")
     assert proc.returncode == 2 and "--timeout" in proc.stderr
