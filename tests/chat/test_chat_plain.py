@@ -74,3 +74,19 @@ async def test_launch_errors_are_clear(tmp_path: Path) -> None:
     env = _env(tmp_path, AGENTRT_LOAD_PLUGINS="awp-jsonl,tui")
     done = await trio.to_thread.run_sync(_chat, env, "", "--thread", "x")
     assert done.returncode == 2 and "thread_store_unavailable" in done.stderr
+
+
+def test_chat_exits_non_zero_when_its_replies_cannot_be_written(tmp_path: Path) -> None:
+    # stdout is a pipe nobody reads (`agentrt chat | head -c0`): the reply never
+    # reached its sink, so the chat must not end with status 0.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([AGENTRT, "chat", "--no-log"], input=b"hi\nsecond\n", stdout=write,
+                              stderr=subprocess.PIPE, env=_env(tmp_path), timeout=60, check=False)
+    finally:
+        os.close(write)
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert "agentrt: error: output_closed: stdout was closed; the agent was stopped" in err
+    assert "Traceback" not in err

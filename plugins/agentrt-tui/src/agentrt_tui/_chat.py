@@ -76,13 +76,34 @@ def chat(agent: str | None, thread_name: str | None, protocol: str | None, model
         if store is None:
             _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     try:
-        signum = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent, config, approval)
+        signum, failures, closed = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent,
+                                    config, approval)
     except AgentrtError as exc:
         _fail(exc.code, exc.detail)
     if signum is not None:
         name = signal.Signals(signum).name
         click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
         sys.exit(128 + signum)
+    if failures or closed:
+        # As `agentrt run` does: never exit 0 when some of the chat never reached its reader.
+        _quiet_stdout()
+        if closed:
+            click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
+        if failures:
+            names = ", ".join(f"{name!r} ({count} failed)" for name, count in failures.items())
+            click.echo(f"agentrt: error: sink_failed: output is incomplete: {names}", err=True)
+        sys.exit(3)
+
+
+def _quiet_stdout() -> None:
+    # stdout may be a pipe nobody reads any more: the interpreter's final flush
+    # goes nowhere instead of failing again.
+    try:
+        sys.stdout.flush()
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 class _Input:
@@ -157,8 +178,9 @@ async def _chat(
     agent: str | None = None,
     config: Any = None,
     approval: Mapping[str, Any] | None = None,
-) -> int | None:
-    """Run the chat; returns the signal that ended it, if one did."""
+) -> tuple[int | None, dict[str, int], bool]:
+    """Run the chat; returns the signal that ended it (if one did), the sinks' failure counts, and
+    whether stdout's reader went away."""
     from agentrt import open_conversation
     from agentrt.config import resolve_agent
 
@@ -214,7 +236,7 @@ async def _chat(
     from agentrt.approval import close_recorder
 
     await close_recorder(policy)
-    return stopped_by[0] if stopped_by else None
+    return (stopped_by[0] if stopped_by else None), conv.sink_failures, tui.output_closed
 
 
 async def _on_signals(
@@ -311,6 +333,8 @@ async def _loop(
             await store.save_thread(ThreadRecord(
                 name=thread_name, dialect=launch.protocol, executable=launch.executable,
                 model=conv.model, session_id=conv.session_id))
+        if tui.output_closed:
+            break  # nobody reads the replies any more: end the chat (leaving it stops the agent)
 
 
 async def _turn(conv: Any, text: str) -> TurnCompleted | TurnFailed:
