@@ -191,8 +191,18 @@ def _v5(db: _Tx) -> None:
     )
 
 
+def _v6(db: _Tx) -> None:
+    # A turn's events are those of its conversation from ``first_seq`` to
+    # ``last_seq``.  ``reply_clipped``: ``reply`` holds only the first part of a
+    # very long reply (the recorder's memory stays bounded); the whole of it is
+    # read back from those events' text deltas.
+    db.execute("ALTER TABLE turns ADD COLUMN first_seq INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN last_seq INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN reply_clipped INTEGER NOT NULL DEFAULT 0")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 
