@@ -112,7 +112,6 @@ class ConversationInfo:
 class _Turn:
     row: int
     mono: float
-    first_seq: int
     reply: list[str] = attrs.Factory(list)
     size: int = 0  # characters in ``reply``
     clipped: bool = False
@@ -324,7 +323,7 @@ class Recorder:
             (source, event.turn, event.prompt, batch.wall, seq),
         )
         assert cur.lastrowid is not None
-        self._turns[source] = _Turn(row=cur.lastrowid, mono=batch.mono, first_seq=seq)
+        self._turns[source] = _Turn(row=cur.lastrowid, mono=batch.mono)
 
     def _turn_ended(self, source: str, seq: int, event: TurnCompleted | TurnFailed, batch: Prepared) -> None:
         turn = self._turns.pop(source, None)
