@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -194,6 +195,22 @@ def _ascii_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return (source, seq, mono, wall, kind, 0, json.dumps(data, ensure_ascii=True).encode(), None, None)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    """``text``, or a copy with each lone surrogate as U+FFFD when it has any.
+
+    SQLite text is UTF-8, which cannot hold a lone surrogate; the events keep
+    the exact text (as ASCII JSON escapes), the ``turns`` row a legible one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 class Recorder:
     """Writes groups of batches, one transaction per group."""
 
@@ -320,7 +337,7 @@ class Recorder:
     def _turn_started(self, source: str, seq: int, event: TurnStarted, batch: Prepared) -> None:
         cur = self.db.execute(
             "INSERT INTO turns (conversation_id, turn, prompt, started_at, first_seq) VALUES (?, ?, ?, ?, ?)",
-            (source, event.turn, event.prompt, batch.wall, seq),
+            (source, event.turn, _storable(event.prompt), batch.wall, seq),
         )
         assert cur.lastrowid is not None
         self._turns[source] = _Turn(row=cur.lastrowid, mono=batch.mono)
@@ -338,6 +355,7 @@ class Recorder:
         else:
             outcome, code = "failed", event.code
             reply = "".join(turn.reply)
+        reply = _storable(reply)
         self.db.execute(
             "UPDATE turns SET outcome = ?, code = ?, reply = ?, input_tokens = ?, output_tokens = ?,"
             " cache_read_input_tokens = ?, cache_creation_input_tokens = ?, duration = ?, last_seq = ?,"
