@@ -46,7 +46,10 @@ class _StdoutSink:
 
     name = "stdout"
     policy = "block"
-    buffer_size = 256
+    # Batches waiting for a slow reader are whole decoded batches: a short
+    # buffer makes the agent's output wait in its pipe instead (measured: with
+    # 256, --json peaked at up to 97 MiB instead of 49 when the reader lagged).
+    buffer_size = 16
 
     def __init__(self, as_json: bool, fd: int = 1) -> None:
         from .sinks import FdWriter

@@ -76,3 +76,42 @@ def test_the_text_delta_fast_path_prints_what_to_json_prints() -> None:
         os.close(r)
         os.close(w)
     assert out == b"".join(orjson.dumps(to_json(ev)) + b"\n" for ev in events)
+
+
+async def test_a_reader_that_lags_holds_the_agent_back_not_memory() -> None:
+    """While nobody reads ``run``'s stdout, only a few decoded batches wait for it.
+
+    Batches are fanned out to the stdout sink as ``run`` does; the pipe's
+    reader reads nothing.  Once the producer is stuck, what was accepted is the
+    pipe's worth, the sink's short buffer and the batch in hand, not a
+    buffer's worth of whole chunks of the agent's output.
+    """
+    import trio
+    import trio.testing
+
+    from agentrt._cli_run import _StdoutSink
+    from agentrt._fanout import Fanout
+    from agentrt.events import EventBatch, TextDelta
+
+    r, w = os.pipe()
+    accepted = 0
+    try:
+        async with trio.open_nursery() as nursery:
+            fanout = Fanout(nursery, [_StdoutSink(True, fd=w)])
+
+            async def produce() -> None:
+                nonlocal accepted
+                for i in range(10_000):
+                    await fanout.send(EventBatch(source="c", first_seq=i, mono=0.0, wall=0.0,
+                                                 events=(TextDelta(text="x" * 16_384),)))
+                    accepted += 1
+
+            nursery.start_soon(produce)
+            with trio.fail_after(60):  # a hang guard only
+                await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+    finally:
+        os.close(r)
+        os.close(w)
+    # A 64 KiB pipe holds about 4 of these; 16 wait in the sink's buffer.
+    assert 16 <= accepted <= 24, accepted

@@ -270,3 +270,16 @@ def test_event_rows_keep_their_order_whatever_the_statement_sizes(
     limit = variable_limit or db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     numbers = [int(n) for n in re.findall(r"\?(\d+)", _insert_sql(min(256, limit // 9)))]
     assert max(numbers) <= limit
+
+
+async def test_a_lone_surrogate_in_a_prompt_or_reply_does_not_fail_the_recording(tmp_path: Path) -> None:
+    """SQLite text cannot hold it: the turn row gets U+FFFD, the events keep the exact text."""
+    path = tmp_path / "s.db"
+    sink = SqliteSink(path, flush_interval=0.001)
+    await sink.handle(EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0, events=(
+        TurnStarted(turn=1, prompt="ask \udc00"), TextDelta(text="half \ud83d"), TextDelta(text=" more"),
+        TurnCompleted())))
+    await sink.aclose()
+    assert _rows(path, "SELECT prompt, reply, outcome FROM turns") == [("ask \ufffd", "half \ufffd more", "completed")]
+    texts = [json.loads(d).get("text") for (d,) in _rows(path, "SELECT data FROM events ORDER BY seq")]
+    assert texts[1:3] == ["half \ud83d", " more"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "list_approvals", "record_approval", "search_turns",
-           "latest_conversation"]
+__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "list_approvals", "record_approval",
+           "search_turns", "latest_conversation"]
 
 #: The keys of each mapping :func:`search_turns` returns.
 LOG_FIELDS = (
@@ -22,9 +22,24 @@ LOG_FIELDS = (
 _SELECT = (
     "SELECT u.id, u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.started_at, u.duration,"
     " u.input_tokens, u.output_tokens, c.agent, c.dialect, c.executable, c.model, c.session_id, t.name,"
-    " c.continues FROM turns u JOIN conversations c ON u.conversation_id = c.id"
-    " LEFT JOIN threads t ON c.thread_id = t.id"
+    " c.continues, u.reply_clipped, u.first_seq, u.last_seq FROM turns u JOIN conversations c"
+    " ON u.conversation_id = c.id LEFT JOIN threads t ON c.thread_id = t.id"
 )
+
+
+def full_reply(db: sqlite3.Connection, conversation_id: str, first_seq: int, last_seq: int) -> str:
+    """A turn's whole reply, read back from its text deltas in ``events``.
+
+    For a turn whose ``reply`` column holds only the first part
+    (``reply_clipped``): the recorder keeps a bounded prefix in memory, the
+    events keep every delta.
+    """
+    cur = db.execute(
+        "SELECT json_extract(data, '$.text') FROM events WHERE source = ? AND seq > ? AND seq < ?"
+        " AND type = 'text_delta' ORDER BY seq",
+        (conversation_id, first_seq, last_seq),
+    )
+    return "".join(text for (text,) in cur)
 
 
 def fts_query(text: str) -> str | None:
@@ -59,7 +74,14 @@ def search_turns(
     sql += " ORDER BY u.started_at DESC, u.id DESC LIMIT ?"
     params.append(limit if limit else -1)
     cur = db.execute(sql, params)
-    return [dict(zip(LOG_FIELDS, row)) for row in cur.fetchall()]
+    out = []
+    for row in cur.fetchall():
+        turn = dict(zip(LOG_FIELDS, row))
+        clipped, first_seq, last_seq = row[len(LOG_FIELDS):]
+        if clipped:
+            turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq)
+        out.append(turn)
+    return out
 
 
 def latest_conversation(db: sqlite3.Connection, *, agent: str | None = None) -> dict[str, Any] | None:

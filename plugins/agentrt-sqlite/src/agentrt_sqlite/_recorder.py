@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from agentrt.events import (
 
 from ._encode import encode_event
 
-__all__ = ["Recorder", "ConversationInfo", "Prepared", "prepare"]
+__all__ = ["REPLY_LIMIT", "Recorder", "ConversationInfo", "Prepared", "prepare"]
 
 # Every event row takes the same nine values, so rows keep their arrival order
 # whatever their kind.  Kind 0: the JSON form, encoded in Python (orjson),
@@ -113,41 +114,74 @@ class _Turn:
     row: int
     mono: float
     reply: list[str] = attrs.Factory(list)
+    size: int = 0  # characters in ``reply``
+    clipped: bool = False
+
+
+#: Events that derive rows besides their own: ``prepare`` keeps these whole.
+_DERIVING = (TurnStarted, TurnCompleted, TurnFailed, SessionStarted, ProcessExited, Lifecycle, StateChanged)
+
+#: How many characters of a turn's reply the ``turns`` row keeps (and indexes
+#: for search).  The whole reply is always in ``events``; a longer one is read
+#: back from there (``reply_clipped``), so a session of any length costs the
+#: recorder at most this much per open turn.
+REPLY_LIMIT = 1 << 20
 
 
 @attrs.frozen
 class Prepared:
-    """A batch as the writer takes it: the hot event kinds already reduced to row values."""
+    """A batch as the writer takes it: every event already reduced to row values.
+
+    Each item is ``(type, how, a, b, c, event)``: ``how`` 1 (``a`` the text,
+    ``b`` the index) or 2 (``a`` the content, ``b`` the tool-use id, ``c`` the
+    error flag as JSON) let SQLite build the JSON form; ``how`` 0 has it in
+    ``a`` as UTF-8 bytes.  ``event`` is kept only for the kinds that derive
+    rows (turns, sessions, exits, bot state).  ``size`` is the payloads'
+    length in characters or bytes: the sink bounds its queue by it.
+    """
 
     source: str
     first_seq: int
     mono: float
     wall: float
-    items: list[Any]  # a row-values tuple, or an Event still to encode
+    items: list[tuple[Any, ...]]
+    size: int
 
 
 def prepare(batch: EventBatch) -> Prepared:
-    """Reduce text and thinking deltas and string tool results to plain row values.
+    """Reduce every event of ``batch`` to plain row values.
 
-    Runs on the trio thread, in ``handle()``.  It is cheap (a tuple per event),
-    and it lets the decoded JSON behind those events (``raw``) be freed right
-    away instead of surviving, via the writer's queue, into older GC
-    generations, which measurably slowed the host path.
+    Runs on the trio thread, in ``handle()``.  Deltas and string tool results
+    become a tuple of their fields; other events are encoded to their JSON form
+    here rather than in the writer.  Either way the event, and the decoded JSON
+    behind it (``raw``), can be freed right away instead of waiting in the
+    writer's queue (where it would also survive into older GC generations,
+    which measurably slowed the host path), and the queue's size in bytes is
+    known.  Encoding costs the same CPU on either thread: both hold the GIL.
     """
-    items: list[Any] = []
+    items: list[tuple[Any, ...]] = []
     append = items.append
+    size = 0
     for event in batch.events:
         cls = type(event)
         e: Any = event  # exact-class checks; mypy does not narrow on them
         if cls is TextDelta:
-            append(("text_delta", 1, e.text, e.index, None))
+            text = e.text
+            append(("text_delta", 1, text, e.index, None, None))
+            size += len(text)
         elif cls is ThinkingDelta:
-            append(("thinking_delta", 1, e.text, e.index, None))
+            text = e.text
+            append(("thinking_delta", 1, text, e.index, None, None))
+            size += len(text)
         elif cls is ToolResult and type(e.content) is str:
-            append(("tool_result", 2, e.content, e.tool_use_id, "true" if e.is_error else "false"))
+            text = e.content
+            append(("tool_result", 2, text, e.tool_use_id, "true" if e.is_error else "false", None))
+            size += len(text)
         else:
-            append(event)
-    return Prepared(batch.source, batch.first_seq, batch.mono, batch.wall, items)
+            data = encode_event(event)
+            append((event.type, 0, data, None, None, event if isinstance(event, _DERIVING) else None))
+            size += len(data)
+    return Prepared(batch.source, batch.first_seq, batch.mono, batch.wall, items, size)
 
 
 def _ascii_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -161,12 +195,29 @@ def _ascii_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return (source, seq, mono, wall, kind, 0, json.dumps(data, ensure_ascii=True).encode(), None, None)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    """``text``, or a copy with each lone surrogate as U+FFFD when it has any.
+
+    SQLite text is UTF-8, which cannot hold a lone surrogate; the events keep
+    the exact text (as ASCII JSON escapes), the ``turns`` row a legible one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 class Recorder:
     """Writes groups of batches, one transaction per group."""
 
-    def __init__(self, db: sqlite3.Connection, info: ConversationInfo) -> None:
+    def __init__(self, db: sqlite3.Connection, info: ConversationInfo, *, reply_limit: int = REPLY_LIMIT) -> None:
         self.db = db
         self.info = info
+        self.reply_limit = reply_limit
         self._known: set[str] = set()
         self._turns: dict[str, _Turn] = {}
         self._thread_id: int | None = None
@@ -189,6 +240,7 @@ class Recorder:
         flat: list[Any] = []  # the rows' values end to end (see _insert_rows)
         extend = flat.extend
         big: list[int] = []  # row numbers of large payloads
+        turns = self._turns
         db.execute("BEGIN IMMEDIATE")
         try:
             for batch in batches:
@@ -197,44 +249,17 @@ class Recorder:
                     self._conversation(source, batch.wall)
                 seq = batch.first_seq
                 mono, wall = batch.mono, batch.wall
-                for item in batch.items:
-                    if type(item) is tuple:  # a delta or string tool result, ready to bind
-                        if len(item[2]) > _BIG_PAYLOAD:
-                            big.append(len(flat) // _WIDTH)
-                        extend((source, seq, mono, wall, item[0], item[1], item[2], item[3], item[4]))
-                        seq += 1
-                        if item[0] == "text_delta":
-                            turn = self._turns.get(source)
-                            if turn is not None:
-                                turn.reply.append(item[2])
-                        continue
-                    event: Event = item
-                    data = encode_event(event)
-                    if len(data) > _BIG_PAYLOAD:
+                for kind, how, a, b, c, event in batch.items:
+                    if len(a) > _BIG_PAYLOAD:
                         big.append(len(flat) // _WIDTH)
-                    extend((source, seq, mono, wall, event.type, 0, data, None, None))
+                    extend((source, seq, mono, wall, kind, how, a, b, c))
+                    if kind == "text_delta":
+                        turn = turns.get(source)
+                        if turn is not None:
+                            self._reply(turn, a)
+                    elif event is not None:
+                        self._derive(source, seq, event, batch)
                     seq += 1
-                    # Only the rarer event kinds derive rows; deltas are just logged.
-                    if isinstance(event, TurnStarted):
-                        self._turn_started(source, event, batch)
-                    elif isinstance(event, (TurnCompleted, TurnFailed)):
-                        self._turn_ended(source, event, batch)
-                    elif isinstance(event, SessionStarted):
-                        self._session(source, event.session_id, event.model)
-                    elif isinstance(event, ProcessExited):
-                        db.execute(
-                            "UPDATE conversations SET ended_at = ?, returncode = ?, signal = ? WHERE id = ?",
-                            (batch.wall, event.returncode, event.signal, source),
-                        )
-                    elif isinstance(event, Lifecycle):
-                        self._lifecycle(source, event, batch.wall)
-                    elif isinstance(event, StateChanged):
-                        db.execute(
-                            "INSERT INTO bot_state_history (bot_id, state, previous, reason, at)"
-                            " VALUES (?, ?, ?, ?, ?)",
-                            (source, event.state, event.previous,
-                             event.reason, batch.wall),
-                        )
             db.execute("SAVEPOINT event_rows")
             try:
                 _insert_rows(db, flat, big)
@@ -253,6 +278,39 @@ class Recorder:
                 db.execute("ROLLBACK")
             raise
         return len(flat) // _WIDTH
+
+    def _reply(self, turn: _Turn, text: str) -> None:
+        if turn.clipped:
+            return
+        room = self.reply_limit - turn.size
+        if len(text) > room:
+            # Keep a prefix only: the rest stays in ``events`` (see REPLY_LIMIT).
+            text = text[: max(room, 0)]
+            turn.clipped = True
+        turn.reply.append(text)
+        turn.size += len(text)
+
+    def _derive(self, source: str, seq: int, event: Event, batch: Prepared) -> None:
+        # Only the rarer event kinds derive rows; deltas are just logged.
+        db = self.db
+        if isinstance(event, TurnStarted):
+            self._turn_started(source, seq, event, batch)
+        elif isinstance(event, (TurnCompleted, TurnFailed)):
+            self._turn_ended(source, seq, event, batch)
+        elif isinstance(event, SessionStarted):
+            self._session(source, event.session_id, event.model)
+        elif isinstance(event, ProcessExited):
+            db.execute(
+                "UPDATE conversations SET ended_at = ?, returncode = ?, signal = ? WHERE id = ?",
+                (batch.wall, event.returncode, event.signal, source),
+            )
+        elif isinstance(event, Lifecycle):
+            self._lifecycle(source, event, batch.wall)
+        elif isinstance(event, StateChanged):
+            db.execute(
+                "INSERT INTO bot_state_history (bot_id, state, previous, reason, at) VALUES (?, ?, ?, ?, ?)",
+                (source, event.state, event.previous, event.reason, batch.wall),
+            )
 
     def _conversation(self, source: str, wall: float) -> None:
         info = self.info
@@ -276,15 +334,15 @@ class Recorder:
                 (session_id, model, time.time(), self._thread_id),
             )
 
-    def _turn_started(self, source: str, event: TurnStarted, batch: Prepared) -> None:
+    def _turn_started(self, source: str, seq: int, event: TurnStarted, batch: Prepared) -> None:
         cur = self.db.execute(
-            "INSERT INTO turns (conversation_id, turn, prompt, started_at) VALUES (?, ?, ?, ?)",
-            (source, event.turn, event.prompt, batch.wall),
+            "INSERT INTO turns (conversation_id, turn, prompt, started_at, first_seq) VALUES (?, ?, ?, ?, ?)",
+            (source, event.turn, _storable(event.prompt), batch.wall, seq),
         )
         assert cur.lastrowid is not None
         self._turns[source] = _Turn(row=cur.lastrowid, mono=batch.mono)
 
-    def _turn_ended(self, source: str, event: TurnCompleted | TurnFailed, batch: Prepared) -> None:
+    def _turn_ended(self, source: str, seq: int, event: TurnCompleted | TurnFailed, batch: Prepared) -> None:
         turn = self._turns.pop(source, None)
         if turn is None:
             return  # a terminal event without a recorded start: the events table has it
@@ -297,13 +355,15 @@ class Recorder:
         else:
             outcome, code = "failed", event.code
             reply = "".join(turn.reply)
+        reply = _storable(reply)
         self.db.execute(
             "UPDATE turns SET outcome = ?, code = ?, reply = ?, input_tokens = ?, output_tokens = ?,"
-            " cache_read_input_tokens = ?, cache_creation_input_tokens = ?, duration = ? WHERE id = ?",
+            " cache_read_input_tokens = ?, cache_creation_input_tokens = ?, duration = ?, last_seq = ?,"
+            " reply_clipped = ? WHERE id = ?",
             (
                 outcome, code, reply, usage.input_tokens, usage.output_tokens,
                 usage.cache_read_input_tokens, usage.cache_creation_input_tokens,
-                max(0.0, batch.mono - turn.mono), turn.row,
+                max(0.0, batch.mono - turn.mono), seq, int(turn.clipped), turn.row,
             ),
         )
 

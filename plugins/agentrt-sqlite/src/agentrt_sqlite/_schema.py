@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -191,8 +192,18 @@ def _v5(db: _Tx) -> None:
     )
 
 
+def _v6(db: _Tx) -> None:
+    # A turn's events are those of its conversation from ``first_seq`` to
+    # ``last_seq``.  ``reply_clipped``: ``reply`` holds only the first part of a
+    # very long reply (the recorder's memory stays bounded); the whole of it is
+    # read back from those events' text deltas.
+    db.execute("ALTER TABLE turns ADD COLUMN first_seq INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN last_seq INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN reply_clipped INTEGER NOT NULL DEFAULT 0")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -219,6 +230,21 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             db.execute("ROLLBACK")
             raise
     return found
+
+
+def _set_wal(db: sqlite3.Connection, timeout: float = 10.0) -> None:
+    # On a fresh file another connection may be migrating it still in rollback
+    # mode: switching to WAL then needs a lock SQLite refuses at once, without
+    # its busy handler (it would deadlock otherwise).  Retry, bounded.
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
 
 
 def connect(path: Path, *, target: int = SCHEMA_VERSION, foreign_keys: bool = True) -> sqlite3.Connection:
@@ -251,7 +277,7 @@ def connect(path: Path, *, target: int = SCHEMA_VERSION, foreign_keys: bool = Tr
             # Events carry multi-KiB JSON; 16 KiB pages halve the page overhead.
             # Only effective before the first table exists.
             db.execute("PRAGMA page_size=16384")
-        db.execute("PRAGMA journal_mode=WAL")
+        _set_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         # Checkpoint every 64 MiB of WAL rather than 4 MiB: each checkpoint
         # copies and fsyncs, and at the default a busy sink spends most of its

@@ -5,9 +5,11 @@ append) and returns; the writer thread takes the whole group, writes it in one
 transaction and commits.  Commits are paced at ``flush_interval`` (20 ms by
 default), so while events flow at most the last ~``flush_interval`` plus one
 write is lost if the process is killed, and a burst costs one transaction, not
-one per batch.  The policy is ``block``: when ``max_pending`` events wait,
-``handle()`` awaits (in a worker thread, abandoning on cancel) until the writer
-catches up; nothing is ever dropped.
+one per batch.  The policy is ``block``: when ``max_pending`` events or
+``max_pending_bytes`` of their payloads wait, ``handle()`` awaits (in a worker
+thread, abandoning on cancel) until the writer catches up; nothing is ever
+dropped.  So the queue, and each transaction, stays within a few MiB however
+long the session and however fast the agent writes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch
 
 from ._location import database_path
-from ._recorder import ConversationInfo, Prepared, Recorder, prepare
+from ._recorder import REPLY_LIMIT, ConversationInfo, Prepared, Recorder, prepare
 from ._schema import connect
 
 __all__ = ["SqliteSink", "make_sink"]
@@ -43,17 +45,23 @@ class SqliteSink:
         path: Path,
         *,
         info: ConversationInfo | None = None,
-        buffer_size: int = 64,
+        buffer_size: int = 8,
         flush_interval: float = 0.02,
         max_pending: int = 20_000,
+        max_pending_bytes: int = 1 << 20,
+        reply_limit: int = REPLY_LIMIT,
         close_timeout: float = 10.0,
         writer_nice: int = 10,
     ) -> None:
         self.path = path
         self.info = info or ConversationInfo()
+        # handle() returns at once unless the queue is full, so the fan-out's
+        # buffer in front of it (whole batches, still decoded) can be short.
         self.buffer_size = buffer_size
         self.flush_interval = flush_interval
         self.max_pending = max_pending
+        self.max_pending_bytes = max_pending_bytes
+        self.reply_limit = reply_limit
         self.close_timeout = close_timeout
         self.writer_nice = writer_nice
         #: The writer thread's id once its priority was lowered (Linux).
@@ -61,9 +69,10 @@ class SqliteSink:
         self._cond = threading.Condition()
         self._pending: list[Prepared] = []
         self._pending_events = 0
+        self._pending_bytes = 0
         self._closing = False
-        self._closing_now = threading.Event()  # cuts the writer's pacing wait short
-        self._idle = False
+        self._idle = False  # the writer waits for work
+        self._pacing = False  # the writer waits out flush_interval
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._handed_total = 0
@@ -85,10 +94,13 @@ class SqliteSink:
         with self._cond:
             self._pending.append(prepared)
             self._pending_events += len(batch.events)
+            self._pending_bytes += prepared.size
             self._handed_total += len(batch.events)
-            if self._idle:  # wake the writer only when it waits for work
+            full = self._full()
+            # Wake the writer only when it waits for work, or paces while the
+            # queue is full: then waiting out the interval would only stall us.
+            if self._idle or (full and self._pacing):
                 self._cond.notify_all()
-            full = self._pending_events >= self.max_pending
         if full:
             await trio.to_thread.run_sync(self._wait_for_room, abandon_on_cancel=True)
             if self._error is not None:
@@ -108,7 +120,6 @@ class SqliteSink:
         """Commit what is queued and stop the writer; idempotent, bounded by ``close_timeout``."""
         with self._cond:
             self._closing = True
-            self._closing_now.set()
             self._cond.notify_all()
         thread = self._thread
         if thread is not None and thread.is_alive():
@@ -121,6 +132,9 @@ class SqliteSink:
             raise self._failure()
         self._close_done = True
 
+    def _full(self) -> bool:
+        return self._pending_events >= self.max_pending or self._pending_bytes >= self.max_pending_bytes
+
     def _handed(self) -> int:
         with self._cond:
             return self._handed_total
@@ -129,8 +143,7 @@ class SqliteSink:
     def _wait_for_room(self) -> None:
         with self._cond:
             self._cond.wait_for(
-                lambda: self._pending_events < self.max_pending or self._error is not None
-                or self._closing
+                lambda: not self._full() or self._error is not None or self._closing
             )
 
     def _wait_committed(self, target: int) -> None:
@@ -166,7 +179,7 @@ class SqliteSink:
                 self._cond.notify_all()
             return
         try:
-            recorder = Recorder(db, self.info)
+            recorder = Recorder(db, self.info, reply_limit=self.reply_limit)
             last = 0.0
             while True:
                 with self._cond:
@@ -176,13 +189,16 @@ class SqliteSink:
                     if not self._pending:
                         break
                 # Pace commits: a burst waits for the rest of the interval and goes
-                # out as one transaction.  handle() does not wake us meanwhile.
+                # out as one transaction.  handle() wakes us meanwhile only once
+                # the queue is full (or on close).
                 delay = last + self.flush_interval - time.monotonic()
-                if delay > 0:
-                    self._closing_now.wait(delay)
                 with self._cond:
+                    if delay > 0:
+                        self._pacing = True
+                        self._cond.wait_for(lambda: self._full() or self._closing, delay)
+                        self._pacing = False
                     group, self._pending = self._pending, []
-                    self._pending_events = 0
+                    self._pending_events = self._pending_bytes = 0
                     self._cond.notify_all()  # room for waiting handle() calls
                 written = recorder.write(group)
                 last = time.monotonic()
@@ -204,7 +220,7 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
     ``thread`` (link the conversations to this named thread), ``dialect``,
     ``executable``, ``model``, ``agent`` (the configured agent's name),
     ``continues`` (the conversation id this one continues), and the tuning knobs ``buffer_size``,
-    ``flush_interval``, ``max_pending``, ``writer_nice``.
+    ``flush_interval``, ``max_pending``, ``max_pending_bytes``, ``reply_limit``, ``writer_nice``.
     """
     env = dict(options.get("env") or os.environ)
     if options.get("url"):
@@ -218,7 +234,7 @@ def make_sink(options: Mapping[str, Any]) -> SqliteSink:
         continues=options.get("continues"),
     )
     kwargs: dict[str, Any] = {}
-    for key in ("buffer_size", "flush_interval", "max_pending", "writer_nice"):
+    for key in ("buffer_size", "flush_interval", "max_pending", "max_pending_bytes", "reply_limit", "writer_nice"):
         if key in options:
             kwargs[key] = options[key]
     return SqliteSink(database_path(env), info=info, **kwargs)

@@ -214,18 +214,28 @@ class SqliteStore:
 
         ``limit`` keeps only the first ones (a title needs one turn, not all).
         """
+        from ._logs import full_reply
+
         cap = -1 if limit is None else max(0, int(limit))
 
         def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
             cur = db.execute(
                 "SELECT u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.input_tokens,"
                 " u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
-                " u.started_at, u.duration FROM turns u JOIN conversations c ON u.conversation_id = c.id"
+                " u.started_at, u.duration, u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
+                " JOIN conversations c ON u.conversation_id = c.id"
                 " JOIN threads t ON c.thread_id = t.id WHERE t.name = ? ORDER BY u.started_at, u.id LIMIT ?",
                 (name, cap),
             )
-            cols = [d[0] for d in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+            cols = [d[0] for d in cur.description][:-3]
+            out = []
+            for r in cur.fetchall():
+                turn = dict(zip(cols, r))
+                clipped, first_seq, last_seq = r[-3:]
+                if clipped:  # the column has the first part only: read the whole from the events
+                    turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq)
+                out.append(turn)
+            return out
 
         return await self._run(q)
 
