@@ -44,6 +44,8 @@ from typing import Any, Protocol
 import outcome
 import trio
 
+from . import _spawn_client
+
 __all__ = ["OwnedProcess", "open_owned_process", "DEATH_SIGNAL_SUPPORTED"]
 
 DEATH_SIGNAL_SUPPORTED = sys.platform == "linux" and hasattr(os, "pidfd_open")
@@ -71,30 +73,46 @@ class OwnedProcess(Protocol):
 
 
 class _LinuxProcess:
-    """A child forked by the spawner thread; exit observed through a pidfd."""
+    """A child of ours (from the spawn server or a spawner thread); exit observed through a pidfd."""
 
     def __init__(
         self,
-        popen: subprocess.Popen[bytes],
+        pid: int,
         stdin: trio.lowlevel.FdStream | None,
         stdout: trio.lowlevel.FdStream | None,
         stderr: trio.lowlevel.FdStream | None,
+        popen: subprocess.Popen[bytes] | None = None,
     ) -> None:
         self._popen = popen
-        self.pid = popen.pid
+        self._code: int | None = None
+        self.pid = pid
         self.stdin: trio.abc.SendStream | None = stdin
         self.stdout: trio.abc.ReceiveStream | None = stdout
         self.stderr: trio.abc.ReceiveStream | None = stderr
         # Opened before anyone can reap the child, so it names this child.
-        self._pidfd: int | None = os.pidfd_open(popen.pid)
+        self._pidfd: int | None = os.pidfd_open(pid)
         self._wait_lock = trio.Lock()
 
     def __repr__(self) -> str:
         return f"<owned process {self.pid}>"
 
+    def _poll(self, block: bool = False) -> int | None:
+        if self._popen is not None:
+            return self._popen.wait() if block else self._popen.poll()
+        if self._code is None:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                # Reaped elsewhere (a waitpid(-1) in the embedding program): the code is lost.
+                self._code = 255
+            else:
+                if pid:
+                    self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
     @property
     def returncode(self) -> int | None:
-        code = self._popen.poll()
+        code = self._poll()
         if code is not None:
             self._close_pidfd()
         return code
@@ -107,11 +125,12 @@ class _LinuxProcess:
 
     async def wait(self) -> int:
         async with self._wait_lock:
-            if self._popen.poll() is None and self._pidfd is not None:
+            if self._poll() is None and self._pidfd is not None:
                 with contextlib.suppress(trio.ClosedResourceError):
                     await trio.lowlevel.wait_readable(self._pidfd)
             # A readable pidfd means a zombie: this reaps without blocking.
-            code = self._popen.wait()
+            code = self._poll(block=True)
+            assert code is not None
             self._close_pidfd()
         return code
 
@@ -166,6 +185,7 @@ def _forget_spawner() -> None:
     global _jobs, _queue_lock
     _jobs = None
     _queue_lock = threading.Lock()
+    _spawn_client.forget()
 
 
 if DEATH_SIGNAL_SUPPORTED:
@@ -252,6 +272,9 @@ async def open_owned_process(
                 child.append(which)
         if stderr == subprocess.STDOUT and stdout == subprocess.PIPE:
             child[2] = child[1]
+        pid = await _from_server(argv, env, cwd, child, theirs)
+        if pid is not None:
+            return _LinuxProcess(pid, streams[0], streams[1], streams[2])
         popen: subprocess.Popen[bytes] = await _in_spawner(
             lambda: subprocess.Popen(
                 list(argv),
@@ -272,4 +295,44 @@ async def open_owned_process(
     finally:
         for fd in theirs:
             os.close(fd)
-    return _LinuxProcess(popen, *streams)
+    return _LinuxProcess(popen.pid, streams[0], streams[1], streams[2], popen=popen)
+
+
+def _start_server(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
+    # Runs in a spawner thread: the server's death signal, and through
+    # CLONE_PARENT its children's, follow that long-lived thread.
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={},
+        pass_fds=(fd,),
+        start_new_session=True,
+        preexec_fn=_die_with(os.getpid()),
+    )
+
+
+async def _from_server(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child: list[int], theirs: list[int]
+) -> int | None:
+    """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
+    if not _spawn_client.supported():
+        return None
+    index = _spawn_client.next_server()
+    sock = _spawn_client.running(index)
+    if sock is None:
+        sock = await _in_spawner(lambda: _spawn_client.ensure(index, _start_server))
+        if sock is None:
+            return None
+    fds = []
+    for fd in child:
+        if fd == subprocess.DEVNULL:
+            fd = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            theirs.append(fd)
+        fds.append(fd)
+    # Not cancellable (as trio's own spawn): bounded, and a child started
+    # after our caller left would have no owner to stop it.
+    with trio.CancelScope(shield=True):
+        pid = await _spawn_client.spawn(sock, argv, env, cwd, fds)
+    return pid
