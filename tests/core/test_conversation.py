@@ -343,13 +343,15 @@ async def test_executable_deleted_after_validation_is_refused_on_entry(tmp_path:
 
 async def test_many_conversations_leak_no_descriptor_or_process(tmp_path: Path) -> None:
     spec = launch(tmp_path)
-    fds_before = len(os.listdir("/proc/self/fd"))
     count = int(os.environ.get("AGENTRT_LEAK_CONVERSATIONS", "1000"))
 
     async def one() -> None:
         async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
             terminal = await conv.ask("ping")
             assert isinstance(terminal, TurnCompleted)
+
+    await one()  # the run's child watcher and the spawn servers: one each, not per conversation
+    fds_before = len(os.listdir("/proc/self/fd"))
 
     for start in range(0, count, 4):
         async with trio.open_nursery() as nursery:
