@@ -113,7 +113,7 @@ class AgentProcess:
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
-        self._send_lock = trio.Lock()
+        self._send_lock: trio.Lock | None = None  # made on first send: a lock per idle child adds up
         # The background tasks' own scopes: shielded, so that cancelling the
         # caller's scope cannot blind the stop that its cancellation triggers.
         self._task_scopes: list[trio.CancelScope] = []
@@ -135,6 +135,8 @@ class AgentProcess:
         stdin = self._stdin
         if stdin is None or self._stopping is not None:
             raise AgentrtError("stdin_unavailable", "the agent's stdin is closed")
+        if self._send_lock is None:
+            self._send_lock = trio.Lock()
         async with self._send_lock:
             try:
                 await stdin.send_all(data)
@@ -234,7 +236,8 @@ class AgentProcess:
         spec = self._spec
         if not self.exited.is_set():
             self._requested = True
-            if spec.shutdown_line and self._stdin is not None and not self._send_lock.locked():
+            sending = self._send_lock is not None and self._send_lock.locked()
+            if spec.shutdown_line and self._stdin is not None and not sending:
                 with trio.move_on_after(spec.shutdown_grace):
                     try:
                         await self._stdin.send_all(spec.shutdown_line)

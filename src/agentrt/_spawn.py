@@ -91,7 +91,7 @@ class _LinuxProcess:
         self.stderr: trio.abc.ReceiveStream | None = stderr
         # Opened before anyone can reap the child, so it names this child.
         self._pidfd: int | None = os.pidfd_open(pid)
-        self._wait_lock = trio.Lock()
+        self._wait_lock: trio.Lock | None = None  # made on first wait: a lock per idle child adds up
 
     def __repr__(self) -> str:
         return f"<owned process {self.pid}>"
@@ -123,8 +123,13 @@ class _LinuxProcess:
             trio.lowlevel.notify_closing(fd)
             os.close(fd)
 
+    def _lock(self) -> trio.Lock:
+        if self._wait_lock is None:
+            self._wait_lock = trio.Lock()
+        return self._wait_lock
+
     async def wait(self) -> int:
-        async with self._wait_lock:
+        async with self._lock():
             if self._poll() is None and self._pidfd is not None:
                 with contextlib.suppress(trio.ClosedResourceError):
                     await trio.lowlevel.wait_readable(self._pidfd)
@@ -140,7 +145,7 @@ class _LinuxProcess:
         Waits on the same pidfd as :meth:`wait` (no second descriptor per
         child); returns at once if the child was already reaped.
         """
-        async with self._wait_lock:
+        async with self._lock():
             if self._pidfd is not None:
                 with contextlib.suppress(trio.ClosedResourceError):
                     await trio.lowlevel.wait_readable(self._pidfd)
