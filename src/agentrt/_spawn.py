@@ -1,27 +1,39 @@
 """Spawning children that die with their owner.
 
-Every child gets its own process group (``start_new_session``), exactly the
-given environment, no shell, and on Linux ``PR_SET_PDEATHSIG(SIGKILL)`` set in
-the child before ``exec``: when the owner dies, even by SIGKILL, the kernel
-kills the child too.
+Every child gets its own process group (a new session), exactly the given
+environment, no shell, and on Linux ``PR_SET_PDEATHSIG(SIGKILL)`` set in the
+child before ``exec``: when the owner dies, even by SIGKILL, the kernel kills
+the child too.
 
 The kernel sends the death signal when the *thread* that forked the child
 exits, not the process.  ``trio.lowlevel.open_process`` forks in a worker
 thread of trio's cache, which retires after a few idle seconds and would take
-healthy children with it.  So here every fork happens in one of four spawner
-threads that live as long as the process: daemon threads blocked on one queue,
-which end only when the process does.  A forked copy of the owner starts its
-own spawner threads on first use.
+healthy children with it.  So the forking thread here is always one of four
+spawner threads that live as long as the process: daemon threads blocked on
+one queue, which end only when the process does.  A forked copy of the owner
+starts its own spawner threads (and spawn servers) on first use.
 
-The death signal is set with ``preexec_fn``, which the Python documentation
-warns about when other threads exist: a lock held by another thread at
-``fork`` time stays held in the child.  Our function takes none: CPython forks
-with the GIL held and re-initialises its own locks in the child, glibc resets
-its malloc locks across ``fork``, and the function only makes two syscalls
-through a ``prctl`` binding resolved before any fork (plus ``getppid``: if the
-owner died before ``prctl`` took effect, the child kills itself, since no
-death signal would ever come).  It imports nothing and touches no other
-module's state.
+Setting the signal needs code between ``fork`` and ``exec``, which rules out
+``vfork``; forking the owner itself (a large Python process, with the GIL
+held across the fork) cost milliseconds per child.  So children are started
+by spawn servers (:mod:`agentrt._spawn_server`, driven by
+:mod:`agentrt._spawn_client`): small single-threaded processes, themselves
+forked once from a spawner thread, that fork each child with ``CLONE_PARENT``.
+The child is then the *owner's* child, as if a spawner thread had forked it:
+the owner holds its pidfd, waits for it, and its death signal follows that
+spawner thread.  After ``prctl``, the child checks that its parent is still
+the owner: if the owner died first no signal would ever come, so it kills
+itself.  No window is left in which a child runs without the signal.
+
+Where no spawn server can run (an architecture whose ``clone`` number we do
+not know, an interpreter that will not start without extra environment), or
+for a request too large for one message, the spawner thread forks the child
+itself with ``preexec_fn`` doing the same two steps.  The Python documentation
+warns about ``preexec_fn`` when other threads exist: a lock held by another
+thread at ``fork`` time stays held in the child.  Our function takes none:
+CPython forks with the GIL held and re-initialises its own locks in the
+child, glibc resets its malloc locks across ``fork``, and the function only
+makes two syscalls through a ``prctl`` binding resolved before any fork.
 
 Elsewhere than Linux there is no death signal: spawning goes through
 ``trio.lowlevel.open_process`` unchanged and children are stopped by their
