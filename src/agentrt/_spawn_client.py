@@ -12,6 +12,7 @@ caller forks the old way; so does a request too large for one message.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import itertools
@@ -51,6 +52,18 @@ _send_locks: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agentrt_spa
 def supported() -> bool:
     """True if a spawn server can run here (Linux on an architecture whose ``clone`` number we know)."""
     return sys.platform == "linux" and os.uname().machine in _spawn_server._SYS_CLONE and not _broken
+
+
+@atexit.register
+def _stop_servers() -> None:
+    # They would end at end of file on their socket; killing spares the wait.
+    for sock, popen in list(_servers.values()):
+        with contextlib.suppress(OSError):
+            sock.close()
+        with contextlib.suppress(OSError):
+            popen.kill()
+            popen.wait()
+    _servers.clear()
 
 
 def forget() -> None:
@@ -171,8 +184,8 @@ async def _send(sock: socket.socket, msg: bytes, fds: list[int]) -> None:
                 await trio.lowlevel.wait_writable(sock)
 
 
-async def _read_report(fd: int) -> bytes:
-    data = b""
+async def _read_report(fd: int, data: bytearray) -> None:
+    # Into the caller's buffer: what arrived before a timeout is kept.
     while True:
         try:
             chunk = os.read(fd, 256)
@@ -180,11 +193,11 @@ async def _read_report(fd: int) -> bytes:
             await trio.lowlevel.wait_readable(fd)
             continue
         if not chunk:
-            return data
+            return
         data += chunk
 
 
-def _parse(data: bytes) -> tuple[int | None, tuple[int, int] | None]:
+def _parse(data: bytes | bytearray) -> tuple[int | None, tuple[int, int] | None]:
     pid = failure = None
     i = 0
     while i < len(data):
@@ -221,28 +234,27 @@ async def spawn(
     if len(msg) > _MAX_REQUEST:
         return None
     read_end, write_end = os.pipe()
+    data = bytearray()
     try:
         os.set_blocking(read_end, False)
-        try:
-            with trio.fail_after(_DEADLINE):
+        with trio.move_on_after(_DEADLINE) as bound:
+            try:
                 await _send(sock, msg, [*fds, write_end])
-        finally:
-            os.close(write_end)
-        # Once sent, the server has its own copy of the pipe: the report ends when
-        # the child has exec'd or exited and the server let go.
-        try:
-            with trio.fail_after(_DEADLINE):
-                data = await _read_report(read_end)
-        except trio.TooSlowError:
+            finally:
+                os.close(write_end)
+            # Once sent, the server has its own copy of the pipe: the report ends
+            # when the child has exec'd or exited and the server let go.
+            await _read_report(read_end, data)
+        if bound.cancelled_caught:
             # A stuck server (stopped?): end it, so the report pipe closes and
             # a child it may have started is known, killed and reaped below.
             _kill_server(sock)
             with trio.move_on_after(_DEADLINE):
-                data = await _read_report(read_end)
+                await _read_report(read_end, data)
             pid, _ = _parse(data)
             if pid is not None:
                 await _kill_and_reap(pid)
-            raise OSError(errno.ETIMEDOUT, "the spawn server did not answer") from None
+            raise OSError(errno.ETIMEDOUT, "the spawn server did not answer")
     finally:
         trio.lowlevel.notify_closing(read_end)
         os.close(read_end)

@@ -275,3 +275,35 @@ def test_a_server_child_whose_parent_is_not_the_owner_kills_itself() -> None:
     out, _ = owner.communicate(timeout=60)
     assert owner.returncode == 0
     assert out.strip() == f"b'' {-signal.SIGKILL}"
+
+
+def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
+    # A server that never answers (SIGSTOPped): the spawn fails with ETIMEDOUT
+    # after the bound instead of hanging, the server is killed, and the next
+    # spawn goes to a fresh one.
+    owner = _owner(
+        """
+        import errno, signal
+        from agentrt import _spawn_client
+        from agentrt.lowlevel import open_owned_process
+        _spawn_client._SERVERS = 1
+
+        async def main():
+            first = await open_owned_process(["/bin/true"], env={})
+            await first.wait()
+            (_sock, popen), = _spawn_client._servers.values()
+            os.kill(popen.pid, signal.SIGSTOP)
+            _spawn_client._DEADLINE = 0.5  # only this spawn: its server surely never answers
+            try:
+                await open_owned_process(["/bin/true"], env={})
+            except OSError as exc:
+                print("timeout" if exc.errno == errno.ETIMEDOUT else exc)
+            popen.wait(30)
+            _spawn_client._DEADLINE = 60.0
+            again = await open_owned_process(["/bin/true"], env={})
+            print(await again.wait(), popen.pid not in _spawn_client.server_pids())
+        """
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.split() == ["timeout", "0", "True"]
