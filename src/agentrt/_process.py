@@ -320,14 +320,19 @@ class AgentProcess:
     def _unwatch(self) -> None:
         watcher = self._watcher
         if watcher is not None:
-            watcher.remove(self._pidfd)
-            watcher.remove(self._stderr_fd)
+            # A descriptor already let go is -1: its number may name another child's by now.
+            for fd in (self._pidfd, self._stderr_fd):
+                if fd >= 0:
+                    watcher.remove(fd)
+            self._pidfd = self._stderr_fd = -1
             self._stderr_done.set()
 
     def _on_exit(self) -> None:
         # The pidfd is readable: the child is a zombie, so this never blocks.
         assert self._watcher is not None
+        # Before the reap closes the pidfd (the reap waits for this exit).
         self._watcher.remove(self._pidfd)
+        self._pidfd = -1
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
         except OSError:
@@ -357,6 +362,7 @@ class AgentProcess:
             return
         assert self._watcher is not None
         self._watcher.remove(self._stderr_fd)
+        self._stderr_fd = -1
         self._stderr_done.set()
 
     async def _drain_stderr(self) -> None:

@@ -86,3 +86,24 @@ async def test_a_failing_callback_leaves_the_watcher_serving_the_others() -> Non
         watcher.remove(good_r)
         for fd in (bad_r, bad_w, good_r, good_w):
             os.close(fd)
+
+
+async def test_a_reaped_childs_descriptor_number_reused_by_the_next_child_stays_watched() -> None:
+    # The reap closes a child's pidfd before its context ends; the number may
+    # come back at once as another child's.  Leaving the first context must not
+    # unregister the second child: every exit below must be seen as such.
+    spec = ProcessSpec(argv=(sys.executable, "-S", "-c", "pass"), env=ENV, stdin=False)
+    kinds: list[str] = []
+
+    async def one() -> None:
+        async with open_process(spec) as proc:
+            with trio.fail_after(30):
+                await proc.wait()
+            assert proc._pidfd == -1  # let go at the exit, before the reap closes it
+        assert proc.exit_status is not None
+        kinds.append(proc.exit_status.kind)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(40):
+            nursery.start_soon(one)
+    assert kinds == ["exited"] * 40
