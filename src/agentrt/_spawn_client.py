@@ -230,6 +230,10 @@ async def spawn(
     as ``subprocess`` would (``FileNotFoundError`` for a missing executable or
     ``cwd``), ``ValueError`` for an embedded NUL.
     """
+    if cwd is None:
+        # The server's own directory is the owner's as it was at the server's start.
+        with contextlib.suppress(OSError):
+            cwd = os.getcwd()
     msg = _request(argv, env, cwd)
     if len(msg) > _MAX_REQUEST:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -307,3 +308,30 @@ def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
     out, _ = owner.communicate(timeout=60)
     assert owner.returncode == 0
     assert out.split() == ["timeout", "0", "True"]
+
+
+def test_a_child_starts_in_the_owners_current_directory(tmp_path: pathlib.Path) -> None:
+    # The spawn servers started earlier, elsewhere: a child still starts where the owner is now.
+    owner = _owner(
+        f"""
+        import subprocess
+        from agentrt import _spawn_client
+        from agentrt.lowlevel import open_owned_process
+
+        async def main():
+            for _ in range(_spawn_client._SERVERS):  # every server started before the chdir
+                first = await open_owned_process(["/bin/true"], env={{}})
+                await first.wait()
+            os.chdir({str(tmp_path)!r})
+            for _ in range(_spawn_client._SERVERS):
+                proc = await open_owned_process(["/bin/pwd"], env={{}}, stdout=subprocess.PIPE)
+                data = b""
+                while chunk := await proc.stdout.receive_some():
+                    data += chunk
+                await proc.wait()
+                print(data.decode().strip())
+        """
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.split() == [str(tmp_path)] * _spawn_client._SERVERS
