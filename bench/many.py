@@ -5,10 +5,10 @@ memory cannot make the next look cheap), interleaved round by round:
 
 * ``bare``: ``trio.lowlevel.open_process`` with three pipes, one task per
   child waiting for its exit (the baseline);
-* ``spawn``: ``agentrt.lowlevel.open_owned_process`` (the long-lived spawner
-  thread and the death signal), otherwise as ``bare``;
-* ``process``: ``agentrt.lowlevel.open_process`` (stderr drain, exit watch,
-  bounded stop);
+* ``spawn``: ``agentrt.lowlevel.open_owned_process`` (children forked by the
+  spawn servers, with the death signal), otherwise as ``bare``;
+* ``process``: ``agentrt.lowlevel.open_process`` (stderr drain and exit watch
+  through the run's one watcher, bounded stop);
 * ``conversation``: ``agentrt.open_conversation`` over awp-jsonl with no sink.
 
 Every child is a fixture agent that reads its stdin to the end and exits

@@ -127,8 +127,9 @@ class Conversation:
         self._internal_events: list[Event] = []
         self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=_SINK_CLOSE_TIMEOUT)
         self._stopping = False
-        self._stop_lock = trio.Lock()
-        self._send_lock = trio.Lock()
+        # Made on first use: a thousand idle conversations need none.
+        self._stop_lock: trio.Lock | None = None
+        self._send_lock: trio.Lock | None = None
 
     # -- public API ------------------------------------------------------
     @property
@@ -249,6 +250,8 @@ class Conversation:
             done.set()
 
     async def _stop_process(self) -> None:
+        if self._stop_lock is None:
+            self._stop_lock = trio.Lock()
         async with self._stop_lock:
             proc, done = self._proc, self._proc_done
             if proc is None or done is None:
@@ -322,6 +325,8 @@ class Conversation:
         )
 
     async def _begin_turn(self, turn: Turn) -> TurnState:
+        if self._send_lock is None:
+            self._send_lock = trio.Lock()
         async with self._send_lock:
             if self._turn is not None and self._turn.progress.terminal is None:
                 raise AgentrtError("turn_in_progress", "the previous turn has not ended")

@@ -29,8 +29,10 @@ from typing import Literal
 import attrs
 import trio
 
+from . import _watch
 from ._exceptions import collapse_single_group
 from ._spawn import OwnedProcess, _LinuxProcess, open_owned_process
+from ._watch import ChildWatcher
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -111,10 +113,12 @@ class AgentProcess:
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
-        self._send_lock = trio.Lock()
+        self._send_lock: trio.Lock | None = None  # made on first send: a lock per idle child adds up
         # The background tasks' own scopes: shielded, so that cancelling the
         # caller's scope cannot blind the stop that its cancellation triggers.
         self._task_scopes: list[trio.CancelScope] = []
+        self._watcher: ChildWatcher | None = None
+        self._pidfd = self._stderr_fd = -1
         assert proc.stdout is not None and proc.stderr is not None
         self._stdout = proc.stdout
         self._stderr_stream = proc.stderr
@@ -131,6 +135,8 @@ class AgentProcess:
         stdin = self._stdin
         if stdin is None or self._stopping is not None:
             raise AgentrtError("stdin_unavailable", "the agent's stdin is closed")
+        if self._send_lock is None:
+            self._send_lock = trio.Lock()
         async with self._send_lock:
             try:
                 await stdin.send_all(data)
@@ -230,7 +236,8 @@ class AgentProcess:
         spec = self._spec
         if not self.exited.is_set():
             self._requested = True
-            if spec.shutdown_line and self._stdin is not None and not self._send_lock.locked():
+            sending = self._send_lock is not None and self._send_lock.locked()
+            if spec.shutdown_line and self._stdin is not None and not sending:
                 with trio.move_on_after(spec.shutdown_grace):
                     try:
                         await self._stdin.send_all(spec.shutdown_line)
@@ -300,6 +307,64 @@ class AgentProcess:
             return info.si_status, None
         return None, info.si_status
 
+    # --- the shared watcher (Linux): no task per child -------------------------------
+
+    def _watch(self, watcher: ChildWatcher, proc: _LinuxProcess) -> None:
+        assert proc._pidfd is not None
+        self._watcher = watcher
+        self._pidfd = proc._pidfd
+        self._stderr_fd = self._stderr_stream.fileno()  # type: ignore[attr-defined]
+        watcher.add(self._pidfd, self._on_exit)
+        watcher.add(self._stderr_fd, self._on_stderr)
+
+    def _unwatch(self) -> None:
+        watcher = self._watcher
+        if watcher is not None:
+            # A descriptor already let go is -1: its number may name another child's by now.
+            for fd in (self._pidfd, self._stderr_fd):
+                if fd >= 0:
+                    watcher.remove(fd)
+            self._pidfd = self._stderr_fd = -1
+            self._stderr_done.set()
+
+    def _on_exit(self) -> None:
+        # The pidfd is readable: the child is a zombie, so this never blocks.
+        assert self._watcher is not None
+        # Before the reap closes the pidfd (the reap waits for this exit).
+        self._watcher.remove(self._pidfd)
+        self._pidfd = -1
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except OSError:
+            info = None  # someone else reaped it
+        if info is None:
+            returncode, sig = None, None
+        elif info.si_code == os.CLD_EXITED:
+            returncode, sig = info.si_status, None
+        else:
+            returncode, sig = None, info.si_status
+        self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
+        self.exited.set()
+
+    def _on_stderr(self) -> None:
+        try:
+            chunk = os.read(self._stderr_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            buf = self._stderr
+            buf += chunk
+            limit = self._spec.stderr_limit
+            if len(buf) > limit:
+                del buf[: len(buf) - limit // 2]
+            return
+        assert self._watcher is not None
+        self._watcher.remove(self._stderr_fd)
+        self._stderr_fd = -1
+        self._stderr_done.set()
+
     async def _drain_stderr(self) -> None:
         """Background task: keep stderr in a bounded buffer (over the limit, keep the last half)."""
         with trio.CancelScope(shield=True) as scope:
@@ -361,6 +426,19 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
     """
     proc = await _spawn(spec)
     agent = AgentProcess(proc, spec)
+    if _watch.AVAILABLE and isinstance(proc, _LinuxProcess):
+        # One shared watcher instead of an exit task and a stderr task per child.
+        try:
+            agent._watch(_watch.current_watcher(), proc)
+            yield agent
+        finally:
+            with trio.CancelScope(shield=True):
+                await agent.stop()
+                with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
+                    await agent._stderr_done.wait()
+            agent._unwatch()
+            await agent._aclose_pipes()
+        return
     try:
         # The background tasks never raise: a group holds the body's one exception.
         with collapse_single_group():

@@ -1,27 +1,39 @@
 """Spawning children that die with their owner.
 
-Every child gets its own process group (``start_new_session``), exactly the
-given environment, no shell, and on Linux ``PR_SET_PDEATHSIG(SIGKILL)`` set in
-the child before ``exec``: when the owner dies, even by SIGKILL, the kernel
-kills the child too.
+Every child gets its own process group (a new session), exactly the given
+environment, no shell, and on Linux ``PR_SET_PDEATHSIG(SIGKILL)`` set in the
+child before ``exec``: when the owner dies, even by SIGKILL, the kernel kills
+the child too.
 
 The kernel sends the death signal when the *thread* that forked the child
 exits, not the process.  ``trio.lowlevel.open_process`` forks in a worker
 thread of trio's cache, which retires after a few idle seconds and would take
-healthy children with it.  So here every fork happens in one of four spawner
-threads that live as long as the process: daemon threads blocked on one queue,
-which end only when the process does.  A forked copy of the owner starts its
-own spawner threads on first use.
+healthy children with it.  So the forking thread here is always one of four
+spawner threads that live as long as the process: daemon threads blocked on
+one queue, which end only when the process does.  A forked copy of the owner
+starts its own spawner threads (and spawn servers) on first use.
 
-The death signal is set with ``preexec_fn``, which the Python documentation
-warns about when other threads exist: a lock held by another thread at
-``fork`` time stays held in the child.  Our function takes none: CPython forks
-with the GIL held and re-initialises its own locks in the child, glibc resets
-its malloc locks across ``fork``, and the function only makes two syscalls
-through a ``prctl`` binding resolved before any fork (plus ``getppid``: if the
-owner died before ``prctl`` took effect, the child kills itself, since no
-death signal would ever come).  It imports nothing and touches no other
-module's state.
+Setting the signal needs code between ``fork`` and ``exec``, which rules out
+``vfork``; forking the owner itself (a large Python process, with the GIL
+held across the fork) cost milliseconds per child.  So children are started
+by spawn servers (:mod:`agentrt._spawn_server`, driven by
+:mod:`agentrt._spawn_client`): small single-threaded processes, themselves
+forked once from a spawner thread, that fork each child with ``CLONE_PARENT``.
+The child is then the *owner's* child, as if a spawner thread had forked it:
+the owner holds its pidfd, waits for it, and its death signal follows that
+spawner thread.  After ``prctl``, the child checks that its parent is still
+the owner: if the owner died first no signal would ever come, so it kills
+itself.  No window is left in which a child runs without the signal.
+
+Where no spawn server can run (an architecture whose ``clone`` number we do
+not know, an interpreter that will not start without extra environment), or
+for a request too large for one message, the spawner thread forks the child
+itself with ``preexec_fn`` doing the same two steps.  The Python documentation
+warns about ``preexec_fn`` when other threads exist: a lock held by another
+thread at ``fork`` time stays held in the child.  Our function takes none:
+CPython forks with the GIL held and re-initialises its own locks in the
+child, glibc resets its malloc locks across ``fork``, and the function only
+makes two syscalls through a ``prctl`` binding resolved before any fork.
 
 Elsewhere than Linux there is no death signal: spawning goes through
 ``trio.lowlevel.open_process`` unchanged and children are stopped by their
@@ -43,6 +55,8 @@ from typing import Any, Protocol
 
 import outcome
 import trio
+
+from . import _spawn_client
 
 __all__ = ["OwnedProcess", "open_owned_process", "DEATH_SIGNAL_SUPPORTED"]
 
@@ -71,30 +85,46 @@ class OwnedProcess(Protocol):
 
 
 class _LinuxProcess:
-    """A child forked by the spawner thread; exit observed through a pidfd."""
+    """A child of ours (from the spawn server or a spawner thread); exit observed through a pidfd."""
 
     def __init__(
         self,
-        popen: subprocess.Popen[bytes],
+        pid: int,
         stdin: trio.lowlevel.FdStream | None,
         stdout: trio.lowlevel.FdStream | None,
         stderr: trio.lowlevel.FdStream | None,
+        popen: subprocess.Popen[bytes] | None = None,
     ) -> None:
         self._popen = popen
-        self.pid = popen.pid
+        self._code: int | None = None
+        self.pid = pid
         self.stdin: trio.abc.SendStream | None = stdin
         self.stdout: trio.abc.ReceiveStream | None = stdout
         self.stderr: trio.abc.ReceiveStream | None = stderr
         # Opened before anyone can reap the child, so it names this child.
-        self._pidfd: int | None = os.pidfd_open(popen.pid)
-        self._wait_lock = trio.Lock()
+        self._pidfd: int | None = os.pidfd_open(pid)
+        self._wait_lock: trio.Lock | None = None  # made on first wait: a lock per idle child adds up
 
     def __repr__(self) -> str:
         return f"<owned process {self.pid}>"
 
+    def _poll(self, block: bool = False) -> int | None:
+        if self._popen is not None:
+            return self._popen.wait() if block else self._popen.poll()
+        if self._code is None:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                # Reaped elsewhere (a waitpid(-1) in the embedding program): the code is lost.
+                self._code = 255
+            else:
+                if pid:
+                    self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
     @property
     def returncode(self) -> int | None:
-        code = self._popen.poll()
+        code = self._poll()
         if code is not None:
             self._close_pidfd()
         return code
@@ -105,13 +135,19 @@ class _LinuxProcess:
             trio.lowlevel.notify_closing(fd)
             os.close(fd)
 
+    def _lock(self) -> trio.Lock:
+        if self._wait_lock is None:
+            self._wait_lock = trio.Lock()
+        return self._wait_lock
+
     async def wait(self) -> int:
-        async with self._wait_lock:
-            if self._popen.poll() is None and self._pidfd is not None:
+        async with self._lock():
+            if self._poll() is None and self._pidfd is not None:
                 with contextlib.suppress(trio.ClosedResourceError):
                     await trio.lowlevel.wait_readable(self._pidfd)
             # A readable pidfd means a zombie: this reaps without blocking.
-            code = self._popen.wait()
+            code = self._poll(block=True)
+            assert code is not None
             self._close_pidfd()
         return code
 
@@ -121,7 +157,7 @@ class _LinuxProcess:
         Waits on the same pidfd as :meth:`wait` (no second descriptor per
         child); returns at once if the child was already reaped.
         """
-        async with self._wait_lock:
+        async with self._lock():
             if self._pidfd is not None:
                 with contextlib.suppress(trio.ClosedResourceError):
                     await trio.lowlevel.wait_readable(self._pidfd)
@@ -166,6 +202,7 @@ def _forget_spawner() -> None:
     global _jobs, _queue_lock
     _jobs = None
     _queue_lock = threading.Lock()
+    _spawn_client.forget()
 
 
 if DEATH_SIGNAL_SUPPORTED:
@@ -252,6 +289,9 @@ async def open_owned_process(
                 child.append(which)
         if stderr == subprocess.STDOUT and stdout == subprocess.PIPE:
             child[2] = child[1]
+        pid = await _from_server(argv, env, cwd, child, theirs)
+        if pid is not None:
+            return _LinuxProcess(pid, streams[0], streams[1], streams[2])
         popen: subprocess.Popen[bytes] = await _in_spawner(
             lambda: subprocess.Popen(
                 list(argv),
@@ -272,4 +312,44 @@ async def open_owned_process(
     finally:
         for fd in theirs:
             os.close(fd)
-    return _LinuxProcess(popen, *streams)
+    return _LinuxProcess(popen.pid, streams[0], streams[1], streams[2], popen=popen)
+
+
+def _start_server(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
+    # Runs in a spawner thread: the server's death signal, and through
+    # CLONE_PARENT its children's, follow that long-lived thread.
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={},
+        pass_fds=(fd,),
+        start_new_session=True,
+        preexec_fn=_die_with(os.getpid()),
+    )
+
+
+async def _from_server(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child: list[int], theirs: list[int]
+) -> int | None:
+    """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
+    if not _spawn_client.supported():
+        return None
+    index = _spawn_client.next_server()
+    sock = _spawn_client.running(index)
+    if sock is None:
+        sock = await _in_spawner(lambda: _spawn_client.ensure(index, _start_server))
+        if sock is None:
+            return None
+    fds = []
+    for fd in child:
+        if fd == subprocess.DEVNULL:
+            fd = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            theirs.append(fd)
+        fds.append(fd)
+    # Not cancellable (as trio's own spawn): bounded, and a child started
+    # after our caller left would have no owner to stop it.
+    with trio.CancelScope(shield=True):
+        pid = await _spawn_client.spawn(sock, argv, env, cwd, fds)
+    return pid

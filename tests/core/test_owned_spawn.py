@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pytest
+import trio
 
-from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED
+from agentrt import _spawn_client, _spawn_server
+from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED, open_owned_process
 from agentrt.testing._pids import PidWatch
 
 pytestmark = pytest.mark.skipif(not DEATH_SIGNAL_SUPPORTED, reason="the death signal is Linux-only (prctl, pidfd)")
@@ -61,10 +66,15 @@ def test_child_survives_when_the_trio_worker_threads_retire() -> None:
     assert out.split() == ["ping", "running"]
 
 
-def test_sigkill_of_the_owner_kills_its_child() -> None:
+@pytest.mark.parametrize("path", ["server", "fork"])
+def test_sigkill_of_the_owner_kills_its_child(path: str) -> None:
+    # Both ways a child starts: through the spawn server, and forked here (the
+    # fallback where no server can run).
     owner = _owner(
         f"""
+        from agentrt import _spawn_client
         from agentrt._process import ProcessSpec, open_process
+        _spawn_client._broken = {path == "fork"}
 
         async def main():
             async with open_process(ProcessSpec(argv={SLEEPER!r}, env={{}})) as proc:
@@ -121,3 +131,207 @@ def test_owner_dead_before_prctl_means_the_child_kills_itself() -> None:
     out, _ = owner.communicate(timeout=60)
     assert owner.returncode == 0
     assert out.strip() == str(-signal.SIGKILL)
+
+
+def _marked(token: str) -> list[int]:
+    """Pids of live processes whose environment holds ``token`` (our children carry it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if token.encode() in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigkill_of_the_owner_mid_burst_kills_every_child() -> None:
+    # Killed while many spawns are in flight through the spawn servers: every
+    # child, also one whose pid the owner never got to see, dies with it.
+    token = f"AGENTRT_TEST_MARK={uuid.uuid4().hex}"
+    key, value = token.split("=")
+    sleep = shutil.which("sleep")
+    owner = _owner(
+        f"""
+        import subprocess
+        from agentrt.lowlevel import open_owned_process
+
+        async def one():
+            proc = await open_owned_process([{sleep!r}, "3600"], env={{{key!r}: {value!r}}})
+            print(proc.pid, flush=True)
+            await trio.sleep_forever()
+
+        async def main():
+            async with trio.open_nursery() as nursery:
+                for _ in range(200):
+                    nursery.start_soon(one)
+        """
+    )
+    assert owner.stdout is not None
+    first = int(owner.stdout.readline())
+    with PidWatch(first) as child:
+        owner.kill()
+        owner.wait(30)
+        assert child.gone(30)
+    for _ in range(3):  # a clone in flight at the owner's death shows up late, and dies too
+        for pid in _marked(token):
+            with PidWatch(pid) as watch:
+                assert watch.gone(30), f"child {pid} outlived its SIGKILLed owner"
+    assert _marked(token) == []
+    owner.stdout.close()
+    owner.stdin.close()  # type: ignore[union-attr]
+
+
+async def test_a_served_child_is_the_owners_own_in_its_own_session_with_default_signals() -> None:
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    proc = await open_owned_process([sleep, "3600"], env={})
+    try:
+        assert proc.pid not in _spawn_client.server_pids()
+        with open(f"/proc/{proc.pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        ppid, session = int(fields[1]), int(fields[3])
+        assert ppid == os.getpid()  # CLONE_PARENT: ours, not the server's
+        assert session == proc.pid
+        with open(f"/proc/{proc.pid}/status") as handle:
+            status = dict(line.split(":\t", 1) for line in handle.read().splitlines() if ":\t" in line)
+        assert int(status["SigIgn"], 16) == 0  # Python's ignored SIGPIPE is not inherited
+        with open(f"/proc/{proc.pid}/environ", "rb") as handle:
+            assert handle.read() == b""  # exactly the given environment
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        with trio.fail_after(30):
+            assert await proc.wait() == -signal.SIGKILL
+
+
+async def test_a_killed_spawn_server_is_replaced_and_its_children_live_on() -> None:
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    first = await open_owned_process([sleep, "3600"], env={})
+    servers = list(_spawn_client._servers.values())
+    assert servers
+    for _sock, popen in servers:
+        popen.kill()
+        popen.wait(30)
+    assert first.returncode is None  # our child, not the server's: unaffected
+    later = [await open_owned_process([sleep, "3600"], env={}) for _ in range(2 * _spawn_client._SERVERS)]
+    assert all(p.returncode is None for p in later)
+    assert not set(_spawn_client.server_pids()) & {popen.pid for _sock, popen in servers}
+    for proc in [first, *later]:
+        os.kill(proc.pid, signal.SIGKILL)
+        with trio.fail_after(30):
+            await proc.wait()
+
+
+async def test_spawn_errors_read_as_subprocess_would() -> None:
+    with pytest.raises(FileNotFoundError) as missing:
+        await open_owned_process(["/nonexistent-dir/agent"], env={})
+    assert missing.value.filename == "/nonexistent-dir/agent"
+    with pytest.raises(FileNotFoundError) as no_cwd:
+        await open_owned_process(["/bin/true"], env={}, cwd="/nonexistent-dir")
+    assert no_cwd.value.filename == "/nonexistent-dir"
+    with pytest.raises(ValueError):
+        await open_owned_process(["/bin/true", "a\0b"], env={})
+    with pytest.raises(ValueError):
+        await open_owned_process(["/bin/true"], env={"A=B": "1"})
+
+
+async def test_a_request_too_large_for_the_server_is_forked_here() -> None:
+    proc = await open_owned_process(["/bin/true"], env={"BIG": "x" * (_spawn_client._MAX_REQUEST + 1)})
+    with trio.fail_after(30):
+        assert await proc.wait() == 0
+    assert proc._popen is not None  # type: ignore[attr-defined]
+
+
+def test_a_server_child_whose_parent_is_not_the_owner_kills_itself() -> None:
+    # The race the getppid() check closes in the server's child, forced: the
+    # server is told an owner pid that is not its parent's.
+    owner = _owner(
+        f"""
+        import marshal, socket, struct, subprocess
+
+        async def main():
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            server = subprocess.Popen(
+                [sys.executable, "-I", "-S", {_spawn_server.__file__!r},
+                 str(theirs.fileno()), str(os.getpid() + 1_000_000)],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+            theirs.close()
+            assert ours.recv(16) == b"ready"
+            read_end, write_end = os.pipe()
+            request = marshal.dumps(([b"/bin/true"], [b"/bin/true"], [], None))
+            socket.send_fds(ours, [request], [0, 1, 2, write_end])
+            os.close(write_end)
+            report = b""
+            while chunk := os.read(read_end, 64):
+                report += chunk
+            ours.close()
+            server.wait(30)
+            pid, status = os.wait()
+            print(report, os.waitstatus_to_exitcode(status))
+        """
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.strip() == f"b'' {-signal.SIGKILL}"
+
+
+def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
+    # A server that never answers (SIGSTOPped): the spawn fails with ETIMEDOUT
+    # after the bound instead of hanging, the server is killed, and the next
+    # spawn goes to a fresh one.
+    owner = _owner(
+        """
+        import errno, signal
+        from agentrt import _spawn_client
+        from agentrt.lowlevel import open_owned_process
+        _spawn_client._SERVERS = 1
+
+        async def main():
+            first = await open_owned_process(["/bin/true"], env={})
+            await first.wait()
+            (_sock, popen), = _spawn_client._servers.values()
+            os.kill(popen.pid, signal.SIGSTOP)
+            _spawn_client._DEADLINE = 0.5  # only this spawn: its server surely never answers
+            try:
+                await open_owned_process(["/bin/true"], env={})
+            except OSError as exc:
+                print("timeout" if exc.errno == errno.ETIMEDOUT else exc)
+            popen.wait(30)
+            _spawn_client._DEADLINE = 60.0
+            again = await open_owned_process(["/bin/true"], env={})
+            print(await again.wait(), popen.pid not in _spawn_client.server_pids())
+        """
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.split() == ["timeout", "0", "True"]
+
+
+def test_a_child_starts_in_the_owners_current_directory(tmp_path: pathlib.Path) -> None:
+    # The spawn servers started earlier, elsewhere: a child still starts where the owner is now.
+    owner = _owner(
+        f"""
+        import subprocess
+        from agentrt import _spawn_client
+        from agentrt.lowlevel import open_owned_process
+
+        async def main():
+            for _ in range(_spawn_client._SERVERS):  # every server started before the chdir
+                first = await open_owned_process(["/bin/true"], env={{}})
+                await first.wait()
+            os.chdir({str(tmp_path)!r})
+            for _ in range(_spawn_client._SERVERS):
+                proc = await open_owned_process(["/bin/pwd"], env={{}}, stdout=subprocess.PIPE)
+                data = b""
+                while chunk := await proc.stdout.receive_some():
+                    data += chunk
+                await proc.wait()
+                print(data.decode().strip())
+        """
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.split() == [str(tmp_path)] * _spawn_client._SERVERS

@@ -6,7 +6,7 @@ import os
 import select
 import signal
 
-__all__ = ["PidWatch"]
+__all__ = ["PidWatch", "our_children"]
 
 
 class PidWatch:
@@ -48,3 +48,21 @@ class PidWatch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def our_children() -> list[int]:
+    """Pids of this process's children, alive or zombie, except the spawn servers that start them.
+
+    (The spawn servers of :mod:`agentrt._spawn_client` live as long as their
+    owner; every other child should be gone once its owner stopped it.)  Linux only.
+    """
+    from agentrt._spawn_client import server_pids
+
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as handle:
+                found.update(int(pid) for pid in handle.read().split())
+        except OSError:
+            continue  # the thread ended meanwhile
+    return sorted(found - set(server_pids()))

@@ -1,0 +1,296 @@
+"""The owner's side of the spawn server (:mod:`agentrt._spawn_server`): start it, ask it for children.
+
+One server per owner process, started on first use from a long-lived spawner
+thread of :mod:`agentrt._spawn` (the children's death signal follows that
+thread).  A request is one message on a ``SOCK_SEQPACKET`` socket; the answer
+comes on a fresh report pipe, read with trio's wait and no thread hop, so the
+owner spends no fork and no GIL-held time per child.  When the server cannot
+start (an architecture without a known ``clone`` number, an interpreter that
+will not run without extra environment), :func:`spawn` answers ``None`` and the
+caller forks the old way; so does a request too large for one message.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import itertools
+import marshal
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import trio
+
+from . import _spawn_server
+
+__all__ = ["spawn", "supported", "server_pids", "next_server", "running", "ensure", "forget"]
+
+# Larger requests (huge environments) go the fork way: one message must fit the socket buffer.
+_MAX_REQUEST = 64 * 1024
+# A hang guard only: a healthy server answers in about a millisecond.
+_DEADLINE = 60.0
+_START_TIMEOUT = 60.0
+
+# Servers per owner, used in turn: each forks one child at a time, so two
+# keep both cores of a small machine busy when many children start at once.
+_SERVERS = 2
+
+_lock = threading.Lock()
+_servers: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
+_turn = itertools.count()
+_broken = False
+_send_locks: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agentrt_spawn_send_lock")
+
+
+def supported() -> bool:
+    """True if a spawn server can run here (Linux on an architecture whose ``clone`` number we know)."""
+    return sys.platform == "linux" and os.uname().machine in _spawn_server._SYS_CLONE and not _broken
+
+
+@atexit.register
+def _stop_servers() -> None:
+    # They would end at end of file on their socket; killing spares the wait.
+    for sock, popen in list(_servers.values()):
+        with contextlib.suppress(OSError):
+            sock.close()
+        with contextlib.suppress(OSError):
+            popen.kill()
+            popen.wait()
+    _servers.clear()
+
+
+def forget() -> None:
+    """In a forked copy of the owner: the server belongs to the original, start a new one on demand."""
+    global _lock
+    for sock, _popen in _servers.values():
+        with contextlib.suppress(OSError):
+            sock.close()
+    _servers.clear()
+    _lock = threading.Lock()
+
+
+def server_pids() -> list[int]:
+    """The running spawn servers' pids (children of this process that live as long as it does)."""
+    return [popen.pid for _sock, popen in list(_servers.values()) if popen.returncode is None]
+
+
+def next_server() -> int:
+    """Which server the next spawn asks (in turn)."""
+    return next(_turn) % _SERVERS
+
+
+def running(index: int) -> socket.socket | None:
+    """Server ``index``'s socket if it runs, else ``None`` (not started yet, or it ended)."""
+    server = _servers.get(index)
+    if server is not None and server[1].poll() is None:
+        return server[0]
+    return None
+
+
+def ensure(index: int, start: Callable[[list[str], int], subprocess.Popen[bytes]]) -> socket.socket | None:
+    """Return server ``index``'s socket, starting it with ``start(argv, fd)`` if needed; ``None`` if none can run.
+
+    Blocking: runs in a spawner thread (``start`` forks from it).
+    """
+    global _broken
+    with _lock:
+        server = _servers.pop(index, None)
+        if server is not None:
+            sock, popen = server
+            if popen.poll() is None:
+                _servers[index] = server
+                return sock
+            sock.close()
+            popen.wait()
+        if _broken:
+            return None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            argv = [sys.executable, "-I", "-S", _spawn_server.__file__, str(theirs.fileno()), str(os.getpid())]
+            popen = start(argv, theirs.fileno())
+        except OSError:
+            ours.close()
+            _broken = True
+            return None
+        finally:
+            theirs.close()
+        ours.settimeout(_START_TIMEOUT)
+        try:
+            ready = ours.recv(16)
+        except OSError:
+            ready = b""
+        if ready != b"ready":
+            ours.close()
+            with contextlib.suppress(OSError):
+                popen.kill()
+            popen.wait()
+            _broken = True
+            return None
+        ours.setblocking(False)
+        _servers[index] = (ours, popen)
+        return ours
+
+
+def _request(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> bytes:
+    path = os.fsencode(argv[0])
+    if os.path.dirname(path):
+        executables = [path]
+    else:
+        # As subprocess does: search the child's PATH, not ours.
+        executables = [os.path.join(os.fsencode(d), path) for d in os.get_exec_path(dict(env))]
+    envp = []
+    for key, value in env.items():
+        k, v = os.fsencode(key), os.fsencode(value)
+        if not k or b"=" in k or b"\0" in k:
+            raise ValueError("illegal environment variable name")
+        if b"\0" in v:
+            raise ValueError("embedded null byte")
+        envp.append(k + b"=" + v)
+    args = [os.fsencode(a) for a in argv]
+    if any(b"\0" in a for a in args) or (cwd is not None and "\0" in cwd):
+        raise ValueError("embedded null byte")
+    return marshal.dumps((executables, args, envp, None if cwd is None else os.fsencode(cwd)))
+
+
+def _send_lock() -> trio.Lock:
+    try:
+        return _send_locks.get()
+    except LookupError:
+        lock = trio.Lock()
+        _send_locks.set(lock)
+        return lock
+
+
+async def _send(sock: socket.socket, msg: bytes, fds: list[int]) -> None:
+    try:
+        socket.send_fds(sock, [msg], fds)
+        return
+    except BlockingIOError:
+        pass
+    # The server is behind: queue up behind one waiter (trio allows one wait per descriptor).
+    async with _send_lock():
+        while True:
+            try:
+                socket.send_fds(sock, [msg], fds)
+                return
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(sock)
+
+
+async def _read_report(fd: int, data: bytearray) -> None:
+    # Into the caller's buffer: what arrived before a timeout is kept.
+    while True:
+        try:
+            chunk = os.read(fd, 256)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
+            continue
+        if not chunk:
+            return
+        data += chunk
+
+
+def _parse(data: bytes | bytearray) -> tuple[int | None, tuple[int, int] | None]:
+    pid = failure = None
+    i = 0
+    while i < len(data):
+        tag = data[i : i + 1]
+        if tag == b"C" and len(data) >= i + 9:
+            (pid,) = struct.unpack_from("=q", data, i + 1)
+            i += 9
+        elif tag == b"E" and len(data) >= i + 6:
+            failure = struct.unpack_from("=iB", data, i + 1)
+            i += 6
+        else:
+            break
+    return pid, failure
+
+
+def _kill_server(sock: socket.socket) -> None:
+    with _lock:
+        for server_sock, popen in _servers.values():
+            if server_sock is sock:
+                with contextlib.suppress(OSError):
+                    popen.send_signal(signal.SIGKILL)
+
+
+async def spawn(
+    sock: socket.socket, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, fds: list[int]
+) -> int | None:
+    """Start ``argv`` through the server with ``fds`` (stdin, stdout, stderr) as its 0, 1 and 2; return its pid.
+
+    ``None`` means "fork it yourself" (request too large).  Raises ``OSError``
+    as ``subprocess`` would (``FileNotFoundError`` for a missing executable or
+    ``cwd``), ``ValueError`` for an embedded NUL.
+    """
+    if cwd is None:
+        # The server's own directory is the owner's as it was at the server's start.
+        with contextlib.suppress(OSError):
+            cwd = os.getcwd()
+    msg = _request(argv, env, cwd)
+    if len(msg) > _MAX_REQUEST:
+        return None
+    read_end, write_end = os.pipe()
+    data = bytearray()
+    try:
+        os.set_blocking(read_end, False)
+        with trio.move_on_after(_DEADLINE) as bound:
+            try:
+                await _send(sock, msg, [*fds, write_end])
+            finally:
+                os.close(write_end)
+            # Once sent, the server has its own copy of the pipe: the report ends
+            # when the child has exec'd or exited and the server let go.
+            await _read_report(read_end, data)
+        if bound.cancelled_caught:
+            # A stuck server (stopped?): end it, so the report pipe closes and
+            # a child it may have started is known, killed and reaped below.
+            _kill_server(sock)
+            with trio.move_on_after(_DEADLINE):
+                await _read_report(read_end, data)
+            pid, _ = _parse(data)
+            if pid is not None:
+                await _kill_and_reap(pid)
+            raise OSError(errno.ETIMEDOUT, "the spawn server did not answer")
+    finally:
+        trio.lowlevel.notify_closing(read_end)
+        os.close(read_end)
+    pid, failure = _parse(data)
+    if failure is not None:
+        if pid is not None:
+            await _reap(pid)
+        code, stage = failure
+        if stage == 3:
+            raise OSError(code, os.strerror(code))
+        raise OSError(code, os.strerror(code), cwd if stage == 1 else argv[0])
+    if pid is None:
+        # The server ended before the child reported (it was killed): the next spawn restarts it.
+        _kill_server(sock)
+        raise OSError(errno.EIO, "the spawn server ended")
+    return pid
+
+
+async def _reap(pid: int) -> None:
+    # The child exits right after reporting its failure; waiting on a pidfd keeps trio responsive.
+    fd = os.pidfd_open(pid)
+    try:
+        with trio.move_on_after(_DEADLINE):
+            await trio.lowlevel.wait_readable(fd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # noqa: ASYNC222 (a zombie by now: never blocks)
+    finally:
+        trio.lowlevel.notify_closing(fd)
+        os.close(fd)
+
+
+async def _kill_and_reap(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    await _reap(pid)

@@ -1,0 +1,128 @@
+"""The spawn server: a small process that starts its owner's children (run as a script, stdlib only).
+
+Why it exists: setting the death signal needs code between ``fork`` and
+``exec``, and forking the owner (a large, busy Python process) from Python
+costs milliseconds with the GIL held.  This process is small and
+single-threaded, so its ``fork`` is cheap; it forks with ``CLONE_PARENT``, so
+every child is the *owner's* child, exactly as if the owner had forked it
+(the owner waits for it, holds its pidfd, and its death signal follows the
+owner's long-lived spawner thread that started this server).
+
+Arguments: the descriptor number of a ``SOCK_SEQPACKET`` socket, and the
+owner's pid.  Protocol, over that socket: this process says ``ready`` once; then each request is one
+message, ``marshal`` of ``(executables, argv, envp, cwd)`` (bytes), carrying
+four descriptors: the child's stdin, stdout and stderr, and the write end of a
+report pipe.  Records on the report pipe: the child writes ``C`` + its pid
+(native ``q``) first, and ``E`` + errno (``i``) + stage (``B``: 0 exec, 1
+chdir, 2 set-up) if it cannot exec; this server writes ``E`` (stage 3) if it
+cannot fork.  The pipe reaches end of file once the child has exec'd (the end
+is close-on-exec) or exited, and this server has closed its copy.
+
+The child, before ``exec``: sets ``PR_SET_PDEATHSIG(SIGKILL)``, then checks
+that its parent is still the owner (else no death signal would ever come, and
+it kills itself), restores the signals Python ignores, starts its own session,
+takes the three descriptors as 0, 1 and 2 and closes every other one.  This
+server dies with the owner (its own death signal) and ends at end of file on
+its socket; it never runs a shell and passes the environment it is given,
+nothing of its own.
+"""
+
+import ctypes
+import marshal
+import os
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Callable
+
+# (executables, argv, envp, cwd), as the owner's marshal sends it.
+_Request = tuple[list[bytes], list[bytes], list[bytes], bytes | None]
+
+_CLONE_PARENT = 0x00008000
+_PR_SET_PDEATHSIG = 1
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+
+
+def _child(owner: int, fds: list[int], request: _Request, prctl: Callable[..., int]) -> None:
+    report = fds[3]
+    stage = 2
+    try:
+        os.set_inheritable(report, False)
+        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+        if os.getppid() != owner:
+            # The owner died before prctl took effect: no signal would ever come.
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.write(report, b"C" + struct.pack("=q", os.getpid()))
+        for sig in ("SIGPIPE", "SIGXFSZ"):
+            if hasattr(signal, sig):
+                signal.signal(getattr(signal, sig), signal.SIG_DFL)
+        os.setsid()
+        for target in range(3):
+            os.dup2(fds[target], target)
+        os.closerange(3, report)
+        os.closerange(report + 1, 1 << 20)
+        executables, argv, envp, cwd = request
+        env = dict(entry.split(b"=", 1) for entry in envp)
+        if cwd is not None:
+            stage = 1
+            os.chdir(cwd)
+        stage = 0
+        failure: OSError | None = None
+        for path in executables:
+            try:
+                os.execve(path, argv, env)
+            except OSError as exc:
+                # As the standard library does: a later candidate's ENOENT does not hide a real error.
+                if failure is None or failure.errno in (2, 20):
+                    failure = exc
+        raise failure or OSError(2, "no executable")
+    except OSError as exc:
+        os.write(report, b"E" + struct.pack("=iB", exc.errno or 5, stage))
+    except BaseException:
+        os.write(report, b"E" + struct.pack("=iB", 5, stage))
+    finally:
+        os._exit(127)
+
+
+def main() -> None:
+    owner = int(sys.argv[2])
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    clone_nr = ctypes.c_long(_SYS_CLONE[os.uname().machine])
+    flags = ctypes.c_ulong(_CLONE_PARENT | signal.SIGCHLD)
+    zero = ctypes.c_ulong(0)
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    sock.sendall(b"ready")
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 4)
+        except OSError:
+            return
+        if not msg and not fds:
+            return  # the owner closed its end
+        try:
+            if len(fds) != 4:
+                continue
+            request = marshal.loads(msg)
+            # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
+            # This process has one thread, so no lock can be held across it.
+            pid = syscall(clone_nr, flags, zero, zero, zero, zero)
+            if pid == 0:
+                _child(owner, fds, request, prctl)
+            if pid < 0:
+                os.write(fds[3], b"E" + struct.pack("=iB", ctypes.get_errno(), 3))
+        except Exception:  # a bad request must not end the server; its pipe closes below
+            pass
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+if __name__ == "__main__":
+    main()
