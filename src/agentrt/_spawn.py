@@ -334,7 +334,7 @@ async def _from_server(
     argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child: list[int], theirs: list[int]
 ) -> int | None:
     """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
-    if not _spawn_client.supported():
+    if not _spawn_client.supported() or not _spawn_client.wanted():
         return None
     index = _spawn_client.next_server()
     sock = _spawn_client.running(index)

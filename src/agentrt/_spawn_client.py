@@ -30,7 +30,7 @@ import trio
 
 from . import _spawn_server
 
-__all__ = ["spawn", "supported", "server_pids", "next_server", "running", "ensure", "forget"]
+__all__ = ["spawn", "supported", "wanted", "server_pids", "next_server", "running", "ensure", "forget"]
 
 # Larger requests (huge environments) go the fork way: one message must fit the socket buffer.
 _MAX_REQUEST = 64 * 1024
@@ -42,7 +42,13 @@ _START_TIMEOUT = 60.0
 # keep both cores of a small machine busy when many children start at once.
 _SERVERS = 2
 
+# A program that starts a few children (one `agentrt run`, a handful of bots)
+# forks them itself and never pays for a server (a Python start-up, two more
+# processes); from this many owned spawns on, children go through the servers.
+_SERVE_AFTER = 8
+
 _lock = threading.Lock()
+_spawns = itertools.count()
 _servers: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
 _turn = itertools.count()
 _broken = False
@@ -79,6 +85,11 @@ def forget() -> None:
 def server_pids() -> list[int]:
     """The running spawn servers' pids (children of this process that live as long as it does)."""
     return [popen.pid for _sock, popen in list(_servers.values()) if popen.returncode is None]
+
+
+def wanted() -> bool:
+    """True once this process has asked for enough children that the servers pay for themselves."""
+    return next(_spawns) >= _SERVE_AFTER
 
 
 def next_server() -> int:

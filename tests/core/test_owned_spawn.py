@@ -24,9 +24,17 @@ ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 SLEEPER = (sys.executable, "-S", "-c", "import time\nwhile True: time.sleep(3600)")
 
 
-def _owner(body: str) -> subprocess.Popen[str]:
+@pytest.fixture(autouse=True)
+def _servers_from_the_first_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program forks its first few children itself; these tests mean the servers.
+    monkeypatch.setattr(_spawn_client, "_SERVE_AFTER", 0)
+
+
+def _owner(body: str, serve_after: int = 0) -> subprocess.Popen[str]:
     """A real owner process running ``body`` inside trio.run (``main`` is async)."""
-    code = "import os, sys, threading, trio\n" + textwrap.dedent(body) + "\ntrio.run(main)\n"
+    head = "import os, sys, threading, trio\nfrom agentrt import _spawn_client as _sc\n"
+    head += f"_sc._SERVE_AFTER = {serve_after}\n"
+    code = head + textwrap.dedent(body) + "\ntrio.run(main)\n"
     return subprocess.Popen(
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV
     )
@@ -335,3 +343,27 @@ def test_a_child_starts_in_the_owners_current_directory(tmp_path: pathlib.Path) 
     out, _ = owner.communicate(timeout=60)
     assert owner.returncode == 0
     assert out.split() == [str(tmp_path)] * _spawn_client._SERVERS
+
+
+def test_a_program_that_starts_a_few_children_runs_no_spawn_server() -> None:
+    # One `agentrt run` starts one child: it forks it itself and pays for no
+    # server; a program that goes on starting children gets the servers.
+    owner = _owner(
+        """
+        from agentrt.lowlevel import open_owned_process
+
+        async def main():
+            procs = []
+            for _ in range(_sc._SERVE_AFTER):
+                procs.append(await open_owned_process(["/bin/true"], env={}))
+            print(len(_sc.server_pids()), flush=True)
+            procs.append(await open_owned_process(["/bin/true"], env={}))
+            print(len(_sc.server_pids()), flush=True)
+            for proc in procs:
+                assert await proc.wait() == 0
+        """,
+        serve_after=8,
+    )
+    out, _ = owner.communicate(timeout=60)
+    assert owner.returncode == 0
+    assert out.split() == ["0", "1"]
