@@ -9,6 +9,14 @@ The loop *is* the stdout pump: no channel sits between the pipe and the
 decoder, and everything decoded from one chunk is handed over in one call, so
 the per-line cost stays a few hundred nanoseconds above JSON parsing.
 
+Bulk output (a read that comes back full: a tool result of a whole file,
+a replayed session) makes the loop grow the stdout pipe to
+:data:`BULK_READ_SIZE` and read that much at a time, so the reads, loop turns
+and per-chunk calls per byte drop fourfold; it returns to
+:data:`~agentrt.lowlevel.READ_SIZE` reads once the output is paced again.
+Only a pipe that is actually busy grows: the kernel counts pipe pages per
+user, so growing every pipe at spawn would starve the user's other pipes.
+
 Exit is the end of the output, not EOF: a grandchild (an MCP server, a
 helper) may inherit stdout and hold it open for ever, so once the process has
 exited its stdout is read for at most ``exit_grace`` more seconds
@@ -17,6 +25,7 @@ exited its stdout is read for at most ``exit_grace`` more seconds
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -25,12 +34,13 @@ import trio
 
 from ._exceptions import collapse_single_group
 from ._framing import JsonlReader, Malformed, OutputOversize
-from ._process import AgentProcess
+from ._process import READ_SIZE, AgentProcess
 from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import Diagnostic, Event
 
 __all__ = [
+    "BULK_READ_SIZE",
     "EXIT_OUTPUT_GRACE",
     "MALFORMED_LINE",
     "PumpResult",
@@ -41,6 +51,14 @@ __all__ = [
 
 EXIT_OUTPUT_GRACE = 2.0
 """After the agent exits, how long its stdout is still read before reading ends anyway."""
+
+BULK_READ_SIZE = 256 * 1024
+"""The stdout pipe size, and read size, asked for once the agent's output fills whole reads.
+
+Measured on the 100k-line bench mix: 256 KiB cut the host's CPU by about a
+sixth against 64 KiB; 1 MiB chunks no longer fit the CPU caches and cost more
+to split and decode than the reads they save.
+"""
 
 MALFORMED_LINE = "malformed_output_line"
 """The code of the diagnostic that stands for a stdout line that is not JSON."""
@@ -62,6 +80,20 @@ def malformed_diagnostic(marker: Malformed) -> Diagnostic:
         code=MALFORMED_LINE,
         detail=f"malformed stdout line #{marker.count}: {marker.head.decode('utf-8', 'replace')}",
     )
+
+
+def _grow_pipe(fd: int | None, size: int) -> int:
+    """Grow pipe ``fd`` to ``size`` bytes if the system lets us; the read size to use from now on."""
+    if fd is None or sys.platform != "linux":
+        return READ_SIZE
+    import fcntl
+
+    try:
+        return max(READ_SIZE, fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size))
+    except OSError:
+        # EPERM past the user's pipe page limit (or pipe-max-size), EBUSY, ...:
+        # the pipe keeps its size and reading goes on as before.
+        return READ_SIZE
 
 
 def decode_objects(codec: HostCodec, objs: Sequence[Any]) -> list[Event]:
@@ -136,10 +168,20 @@ async def _read(
     decode_batch = codec.decode_batch
     drain = codec.drain_output
     seen_malformed = 0
+    size = READ_SIZE
+    bulk = 0  # the read size of bulk output, once the pipe was grown (0: not yet tried)
     while True:
-        chunk = await proc.receive_some()
+        chunk = await proc.receive_some(size)
         if not chunk:
             break
+        if len(chunk) == size:
+            if size == READ_SIZE:  # the agent writes faster than we read: bigger pipe, bigger reads
+                if not bulk:
+                    bulk = _grow_pipe(proc.stdout_fileno(), BULK_READ_SIZE)
+                size = bulk
+        elif size != READ_SIZE and len(chunk) < READ_SIZE:
+            # Paced output again: a big read buffer would make every small read cost an mmap.
+            size = READ_SIZE
         try:
             objs = reader.feed(chunk)
         except OutputOversize as exc:
