@@ -11,9 +11,11 @@ the per-line cost stays a few hundred nanoseconds above JSON parsing.
 
 Bulk output (a read that comes back full: a tool result of a whole file,
 a replayed session) makes the loop grow the stdout pipe to
-:data:`BULK_READ_SIZE` and read that much at a time, so the reads, loop turns
-and per-chunk calls per byte drop fourfold; it returns to
-:data:`~agentrt.lowlevel.READ_SIZE` reads once the output is paced again.
+:data:`BULK_READ_SIZE`, so the agent stalls less often on a full pipe; while
+full reads bring big lines (a kibibyte or more on average) it also reads that
+much at a time, so reads, loop turns and per-chunk calls per byte drop
+fourfold.  Otherwise, and once the output is paced again, it reads
+:data:`~agentrt.lowlevel.READ_SIZE` at a time.
 Only a pipe that is actually busy grows: the kernel counts pipe pages per
 user, so growing every pipe at spawn would starve the user's other pipes.
 
@@ -59,6 +61,12 @@ Measured on the 100k-line bench mix: 256 KiB cut the host's CPU by about a
 sixth against 64 KiB; 1 MiB chunks no longer fit the CPU caches and cost more
 to split and decode than the reads they save.
 """
+
+# Bulk reads are for big lines (a file in a tool result): past BULK_READ_SIZE /
+# _BULK_LINE_BYTES lines per chunk the batches of small events live long enough
+# for CPython's default collector to traverse and promote them, and 256 KiB of
+# small deltas measured 20-50% dearer than 64 KiB (with tune_gc's thresholds, the same).
+_BULK_LINE_BYTES = 1024
 
 MALFORMED_LINE = "malformed_output_line"
 """The code of the diagnostic that stands for a stdout line that is not JSON."""
@@ -174,14 +182,9 @@ async def _read(
         chunk = await proc.receive_some(size)
         if not chunk:
             break
-        if len(chunk) == size:
-            if size == READ_SIZE:  # the agent writes faster than we read: bigger pipe, bigger reads
-                if not bulk:
-                    bulk = _grow_pipe(proc.stdout_fileno(), BULK_READ_SIZE)
-                size = bulk
-        elif size != READ_SIZE and len(chunk) < READ_SIZE:
-            # Paced output again: a big read buffer would make every small read cost an mmap.
-            size = READ_SIZE
+        full = len(chunk) == size
+        if full and not bulk:  # the agent writes faster than we read: a bigger pipe
+            bulk = _grow_pipe(proc.stdout_fileno(), BULK_READ_SIZE)
         try:
             objs = reader.feed(chunk)
         except OutputOversize as exc:
@@ -191,6 +194,8 @@ async def _read(
             reader = JsonlReader(codec.line_loader)
             seen_malformed = 0
             continue
+        # Bigger reads only while full reads bring big lines (see _BULK_LINE_BYTES).
+        size = bulk if full and len(objs) * _BULK_LINE_BYTES <= len(chunk) else READ_SIZE
         if objs:
             if reader.malformed_count == seen_malformed:
                 # The usual case: every line parsed, one batch call to the codec.

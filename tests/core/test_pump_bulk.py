@@ -48,10 +48,10 @@ def _require_growable_pipes() -> None:
 
 
 # Fills the pipe without blocking, tells the parent through the FIFO (argv[1]), then
-# writes the rest; after "more" on stdin, one last small line.
+# writes the rest (LINES lines of PAD bytes); after "more" on stdin, one last small line.
 BULK_CHILD = """
 import os, sys
-blob = b"".join(b'{"n": %d, "pad": "%s"}\\n' % (i, b"x" * 90) for i in range(40000))
+blob = b"".join(b'{"n": %d, "pad": "%s"}\\n' % (i, b"x" * PAD) for i in range(LINES))
 os.set_blocking(1, False)
 sent = os.write(1, blob)
 try:
@@ -70,8 +70,11 @@ if sys.stdin.readline() == "more\\n":
 """
 
 
-async def test_bulk_output_grows_the_pipe_and_the_reads_then_paced_output_shrinks_the_reads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pad", [2000, 90])
+async def test_bulk_output_grows_the_pipe_and_reads_big_lines_in_big_chunks(tmp_path: Path, pad: int) -> None:
     _require_growable_pipes()
+    lines = 4_000_000 // (pad + 20)
+    child = BULK_CHILD.replace("PAD", str(pad)).replace("LINES", str(lines))
     fifo = tmp_path / "full"
     os.mkfifo(fifo)
     # Read-write: the FIFO always has a writer (us), so a read waits for the child's line.
@@ -79,7 +82,7 @@ async def test_bulk_output_grows_the_pipe_and_the_reads_then_paced_output_shrink
     labels: list[str] = []
     sizes_seen: list[int] = []
     asked: list[int] = []
-    spec = ProcessSpec(argv=(sys.executable, "-S", "-c", BULK_CHILD, str(fifo)), env=ENV)
+    spec = ProcessSpec(argv=(sys.executable, "-S", "-c", child, str(fifo)), env=ENV)
     with trio.fail_after(60):  # a hang guard only
         async with sync, open_process(spec) as proc:
             assert await sync.receive_some(5) == b"full\n"  # the pipe holds READ_SIZE bytes now
@@ -96,7 +99,7 @@ async def test_bulk_output_grows_the_pipe_and_the_reads_then_paced_output_shrink
             async def on_events(events: list[Event]) -> None:
                 labels.extend(ev.label for ev in events if isinstance(ev, Status) and ev.kind == "line")
                 sizes_seen.append(_pipe_size(fd))
-                if labels and labels[-1] == "39999":
+                if labels and labels[-1] == str(lines - 1):
                     await proc.send(b"more\n")
 
             async def never(_: Any) -> bool:
@@ -104,9 +107,14 @@ async def test_bulk_output_grows_the_pipe_and_the_reads_then_paced_output_shrink
 
             await pump_events(proc, FixtureCodec(), on_events, on_oversize=never)
             await proc.stop()
-    assert labels == [str(i) for i in range(40000)] + ["last"]
+    assert labels == [str(i) for i in range(lines)] + ["last"]
     assert sizes_seen[0] == BULK_READ_SIZE  # grown right after the first (full) read
-    assert asked[0] == READ_SIZE and BULK_READ_SIZE in asked
+    assert asked[0] == READ_SIZE
+    if pad > 1024:
+        assert BULK_READ_SIZE in asked  # big lines: big reads
+    else:
+        # Small lines keep small reads: big batches of small events cost more than the reads saved.
+        assert set(asked) == {READ_SIZE}
     # The last line came alone (paced): the read after it (end of output) is small again.
     assert asked[-1] == READ_SIZE
 
