@@ -14,8 +14,9 @@ a replayed session) makes the loop grow the stdout pipe to
 :data:`BULK_READ_SIZE`, so the agent stalls less often on a full pipe; while
 full reads bring big lines (a kibibyte or more on average) it also reads that
 much at a time, so reads, loop turns and per-chunk calls per byte drop
-fourfold.  Otherwise, and once the output is paced again, it reads
-:data:`~agentrt.lowlevel.READ_SIZE` at a time.
+fourfold.  Otherwise it reads :data:`~agentrt.lowlevel.READ_SIZE` at a time;
+once the output is paced again (a read under 16 KiB) the pipe gets its own
+size back.
 Only a pipe that is actually busy grows: the kernel counts pipe pages per
 user, so growing every pipe at spawn would starve the user's other pipes.
 
@@ -67,6 +68,8 @@ to split and decode than the reads they save.
 # for CPython's default collector to traverse and promote them, and 256 KiB of
 # small deltas measured 20-50% dearer than 64 KiB (with tune_gc's thresholds, the same).
 _BULK_LINE_BYTES = 1024
+# A read this small while the pipe is grown means the output is paced again.
+_PACED_BYTES = READ_SIZE // 4
 
 MALFORMED_LINE = "malformed_output_line"
 """The code of the diagnostic that stands for a stdout line that is not JSON."""
@@ -90,18 +93,20 @@ def malformed_diagnostic(marker: Malformed) -> Diagnostic:
     )
 
 
-def _grow_pipe(fd: int | None, size: int) -> int:
-    """Grow pipe ``fd`` to ``size`` bytes if the system lets us; the read size to use from now on."""
+def _pipe_size(fd: int | None, size: int | None = None) -> int | None:
+    """Pipe ``fd``'s size, after setting it to ``size`` if given; ``None`` where that cannot be done."""
     if fd is None or sys.platform != "linux":
-        return READ_SIZE
+        return None
     import fcntl
 
     try:
-        return max(READ_SIZE, fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size))
+        if size is None:
+            return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+        return int(fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size))
     except OSError:
-        # EPERM past the user's pipe page limit (or pipe-max-size), EBUSY, ...:
-        # the pipe keeps its size and reading goes on as before.
-        return READ_SIZE
+        # EPERM past the user's pipe page limit (or pipe-max-size), EBUSY (more data
+        # than the new size holds), ...: the pipe keeps its size, reading goes on.
+        return None
 
 
 def decode_objects(codec: HostCodec, objs: Sequence[Any]) -> list[Event]:
@@ -177,14 +182,27 @@ async def _read(
     drain = codec.drain_output
     seen_malformed = 0
     size = READ_SIZE
-    bulk = 0  # the read size of bulk output, once the pipe was grown (0: not yet tried)
+    # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
+    # not grow, 0 until output comes in full reads; ``original`` the size it had.
+    bulk = original = 0
     while True:
         chunk = await proc.receive_some(size)
         if not chunk:
             break
         full = len(chunk) == size
         if full and not bulk:  # the agent writes faster than we read: a bigger pipe
-            bulk = _grow_pipe(proc.stdout_fileno(), BULK_READ_SIZE)
+            fd = proc.stdout_fileno()
+            original = _pipe_size(fd) or 0
+            grown = _pipe_size(fd, BULK_READ_SIZE) if original else None
+            bulk = grown if grown is not None and grown > READ_SIZE else READ_SIZE
+        elif (
+            bulk > READ_SIZE
+            and len(chunk) < _PACED_BYTES
+            and _pipe_size(proc.stdout_fileno(), original) is not None
+        ):
+            # Paced again: the pages went back (the kernel counts them per user,
+            # and an agent may stream for hours); the next burst grows it again.
+            bulk = 0
         try:
             objs = reader.feed(chunk)
         except OutputOversize as exc:

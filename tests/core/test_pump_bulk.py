@@ -71,7 +71,9 @@ if sys.stdin.readline() == "more\\n":
 
 
 @pytest.mark.parametrize("pad", [2000, 90])
-async def test_bulk_output_grows_the_pipe_and_reads_big_lines_in_big_chunks(tmp_path: Path, pad: int) -> None:
+async def test_bulk_output_grows_the_pipe_and_reads_big_lines_in_big_chunks_until_paced_again(
+    tmp_path: Path, pad: int
+) -> None:
     _require_growable_pipes()
     lines = 4_000_000 // (pad + 20)
     child = BULK_CHILD.replace("PAD", str(pad)).replace("LINES", str(lines))
@@ -115,7 +117,8 @@ async def test_bulk_output_grows_the_pipe_and_reads_big_lines_in_big_chunks(tmp_
     else:
         # Small lines keep small reads: big batches of small events cost more than the reads saved.
         assert set(asked) == {READ_SIZE}
-    # The last line came alone (paced): the read after it (end of output) is small again.
+    # The last line came alone (paced): the pipe got its size back, the read after it is small again.
+    assert sizes_seen[-1] == READ_SIZE
     assert asked[-1] == READ_SIZE
 
 
