@@ -145,3 +145,17 @@ def test_a_too_deeply_nested_line_is_malformed_not_a_crash(dialect: str, head: b
     codec = PLUGINS.dialect(dialect).host_codec()
     objs = JsonlReader(codec.line_loader).feed(line + b'{"type":"result","subtype":"success"}\n')
     assert len(objs) == 2 and type(objs[0]) is Malformed  # and the next line still read
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"user","message":{"role":"user","content":[{}]},"uuid":"p"}',
+        b'{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t","content":"x"}]}}',
+        b'{"type":"user","message":{"role":"user","content":[{"type":"text","text":"x"}]}}',
+    ],
+)
+def test_a_user_block_without_the_tool_result_type_is_no_tool_result(line: bytes) -> None:
+    # msgspec does not require the tag of a lone tagged struct: the block's type is a plain field.
+    assert _events(line, typed=True) == _events(line, typed=False)
+    assert [ev.type for ev in _events(line, typed=True)] == ["raw"]

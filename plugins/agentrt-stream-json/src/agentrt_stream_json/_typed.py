@@ -21,7 +21,7 @@ parse gives them.  A tool's label reads only the keys it needs
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import msgspec
 import orjson
@@ -87,7 +87,10 @@ class AssistantLine(msgspec.Struct, tag="assistant", tag_field="type", gc=False)
     error: None = None
 
 
-class _ToolResultBlock(msgspec.Struct, tag="tool_result", tag_field="type", gc=False):
+class _ToolResultBlock(msgspec.Struct, gc=False):
+    # A plain field, not a tag: msgspec does not require the tag of a lone
+    # tagged struct, and a block without "type" is no tool result.
+    type: Literal["tool_result"]
     tool_use_id: Union[str, None] = None
     # Of any JSON type, kept as bytes: the event parses it on first read.
     content: msgspec.Raw = msgspec.Raw()
