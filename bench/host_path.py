@@ -317,8 +317,34 @@ def _figures(lines: int, run: tuple[int, float] | tuple[int, float, float]) -> F
     return figures
 
 
+def _fixed(run: tuple[int, float] | tuple[int, float, float]) -> Figures:
+    figures: Figures = {"wall_ms": run[1] * 1e3}
+    if len(run) == 3:
+        figures["cpu_ms"] = run[2] * 1e3
+    return figures
+
+
+def _fixed_costs(rounds: int, tiny_path: str, label: str) -> dict[str, Any]:
+    """What one run costs whatever its length: spawn, start, stop and reap around 10 delta lines.
+
+    Measured in the bench's own process, which holds the corpora (hundreds of
+    MB): a spawn that forks the parent pays for its page tables, as it does in
+    the per-line figures above.
+    """
+    runs: dict[str, Callable[[], Figures]] = {
+        "agentrt_10_lines": lambda: _fixed(trio.run(agentrt_path, tiny_path, "stream-json")),
+    }
+    try:
+        import claude_agent_sdk  # noqa: F401
+    except ImportError:
+        return {}
+    runs["sdk_10_lines"] = lambda: _fixed(sdk_path(tiny_path))
+    done = interleave(runs, rounds, label=f"{label}10-line ")
+    return summarize(done, "sdk_10_lines", ("wall_ms", "cpu_ms"))
+
+
 def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str, awp_path: str,
-             label: str) -> dict[str, Any]:
+             label: str, tiny_path: str = "") -> dict[str, Any]:
     """Both profiles, each contender interleaved round by round; medians, ranges and ratios."""
     lines = blob.count(b"\n")
     small_lines = small.count(b"\n")
@@ -347,6 +373,8 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
     if "sdk" in mix:
         out.update({k: v for k, v in summarize(mix_runs, "sdk", keys).items() if "_vs_sdk" in k})
         out.update({k: v for k, v in summarize(small_done, "sdk_small", keys).items() if "_vs_sdk" in k})
+    if tiny_path:
+        out.update(_fixed_costs(rounds, tiny_path, label))
     pure = inprocess_costs(small, "stream-json")
     out.update({f"small_delta_{k}": v for k, v in pure.items()})
     out.update(mix_loader_costs(blob))
@@ -378,13 +406,14 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     small = b"".join(line for kind, line in corpus.corpus_lines(200_000, big_lines=False) if kind == "text_delta")
     small_path = write_blob(small)
     awp_path = write_blob(_awp_lines(small))
+    tiny_path = write_blob(b"".join(small.splitlines(keepends=True)[:10]))
     saved = gc.get_threshold()
     n_mix, n_small = blob.count(b"\n"), small.count(b"\n")
     print(f"host path: {n_mix} mix lines ({len(blob) / 1e6:.0f} MB), {n_small} small deltas [{load_text()}]")
     try:
         figures: dict[str, Any] = {"corpus_lines": blob.count(b"\n"), "corpus_mb": len(blob) / 1e6}
         figures.update(held_event_bytes(small[: 20_000 * 260], "stream-json"))
-        figures.update(_measure(rounds, blob, path, small, small_path, awp_path, ""))
+        figures.update(_measure(rounds, blob, path, small, small_path, awp_path, "", tiny_path))
         tune_gc()
         tuned = _measure(rounds, blob, path, small, small_path, awp_path, "tuned gc ")
         figures.update({f"tuned_gc.{key}": value for key, value in tuned.items()})
@@ -394,6 +423,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         os.unlink(path)
         os.unlink(small_path)
         os.unlink(awp_path)
+        os.unlink(tiny_path)
     print_summary(f"host path, in process (medians of {rounds} interleaved rounds [range]; spawn to reap)", figures)
     return figures
 

@@ -42,6 +42,7 @@ __all__ = [
     "OutputOversize",
     "JsonlReader",
     "encode_line",
+    "parse_fragment",
     "parse_line",
 ]
 
@@ -344,6 +345,24 @@ def parse_line(line: bytes) -> Any:
     except _JSONDecodeError:
         pass
     obj = _lenient(line)
+    return None if obj is _SKIP or obj is _MALFORMED else obj
+
+
+def parse_fragment(data: Any) -> Any:
+    """One JSON value (bytes-like, already validated as JSON) parsed as the framing parses a line holding it.
+
+    A value is parsed by itself exactly as inside its line: orjson first; what
+    orjson refuses takes the lenient path (invalid UTF-8 and lone surrogates
+    become U+FFFD, integers past 64 bits doubles).  Both paths read the
+    bytes between two ASCII delimiters the same way alone as in the line,
+    so the value equals the one of the whole line's parse.
+    """
+    view = memoryview(data)
+    try:
+        return _loads(view)
+    except _JSONDecodeError:
+        pass
+    obj = _lenient(bytes(view))
     return None if obj is _SKIP or obj is _MALFORMED else obj
 
 

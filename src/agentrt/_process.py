@@ -155,6 +155,11 @@ class AgentProcess:
             raise
         return data if type(data) is bytes else bytes(data)
 
+    def stdout_fileno(self) -> int | None:
+        """The stdout pipe's file descriptor (to tune the pipe), ``None`` when the stream has none."""
+        fileno = getattr(self._stdout, "fileno", None)
+        return fileno() if fileno is not None else None
+
     async def end_output(self) -> None:
         """Stop reading stdout: pending and later :meth:`receive_some` calls return ``b""``.
 

@@ -67,6 +67,7 @@ from typing import Any, Union
 
 import attrs
 
+from ._lazyjson import JsonFragment
 from .events import ControlRequest, Event, TextDelta
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "Dialect",
     "content_text",
     "make_text_delta",
+    "JsonFragment",
 ]
 
 

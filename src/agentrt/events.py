@@ -11,7 +11,10 @@ may instead hand the event its source line, as ``bytes`` (a JSON value never
 is bytes): ``raw`` then parses it on first access, with the framing's rules,
 and keeps the result, so a consumer that never looks at ``raw`` never pays for
 building it.  ``raw`` is not part of the JSON form unless asked for
-(``to_json(event, raw=True)``).
+(``to_json(event, raw=True)``).  In the same way, :class:`ToolUse` ``input`` and
+:class:`ToolResult` ``content`` may be handed the value's bytes (an
+:class:`agentrt.dialect.JsonFragment`), parsed on first read; every reader,
+``==`` and ``repr`` and the JSON form included, sees only the parsed value.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, ClassVar, Union, get_args
 import attrs
 
 from . import _eventjson
+from ._lazyjson import lazy_field
 
 __all__ = [
     "Usage",
@@ -172,6 +176,9 @@ class ToolUse(Event):
     summary: str = ""
 
 
+lazy_field(ToolUse, "input")
+
+
 @attrs.frozen(kw_only=True)
 class ToolResult(Event):
     """The result of a tool call, as the agent reported it."""
@@ -180,6 +187,9 @@ class ToolResult(Event):
     tool_use_id: str
     content: Any = None
     is_error: bool = False
+
+
+lazy_field(ToolResult, "content")
 
 
 @attrs.frozen(kw_only=True)

@@ -17,7 +17,7 @@ are not: import from here).  The pieces:
   :class:`OutputOversize` (``runtime_output_oversize``) past
   :data:`MAX_LINE_BYTES` (or, with ``on_oversize="skip"``, an
   :class:`OversizeLine` marker in the long line's place); :func:`parse_line` and :func:`encode_line` are the
-  one-line forms;
+  one-line forms, :func:`parse_fragment` parses one value cut out of a line the same way;
 * the host engine: :func:`pump_events` is the read loop every host uses
   (stdout → framing → codec → event lists, with malformed/oversize handling
   and exit watching: reading ends :data:`EXIT_OUTPUT_GRACE` after the exit),
@@ -50,6 +50,7 @@ from ._framing import Malformed as Malformed
 from ._framing import OutputOversize as OutputOversize
 from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
+from ._framing import parse_fragment as parse_fragment
 from ._framing import parse_line as parse_line
 from ._process import READ_SIZE as READ_SIZE
 from ._process import AgentProcess as AgentProcess
@@ -91,4 +92,5 @@ __all__ = [
     "encode_line",
     "open_process",
     "parse_line",
+    "parse_fragment",
 ]

@@ -244,8 +244,11 @@ def _cli_other_line(draw: st.DrawFn) -> bytes:
         for _ in range(draw(st.integers(0, 3))):
             btype = draw(st.sampled_from(["text", "thinking", "tool_use", "tool_use", "image"]))
             if btype == "tool_use":
-                block = {"type": btype, "id": value(draw(st.sampled_from(["t1", "t2"]))), "name": value("Read")}
+                name = draw(st.sampled_from(["Read", "Bash", "mcp__s__Edit", "Grep"]))
+                block = {"type": btype, "id": value(draw(st.sampled_from(["t1", "t2"]))), "name": value(name)}
                 tool_input = {"file_path": draw(_mostly_plain), "limit": draw(_numbers)}
+                if draw(st.booleans()):  # the keys the labels read, of any JSON type now and then
+                    tool_input[draw(st.sampled_from(["command", "cmd", "path"]))] = value("ls -l\nx")
                 block["input"] = value(tool_input)
             else:
                 block = {"type": btype, btype: value(draw(st.sampled_from(["ab", "a", "abc", "xy", ""])))}
@@ -255,8 +258,9 @@ def _cli_other_line(draw: st.DrawFn) -> bytes:
             obj["error"] = value("rate_limit")
     elif kind == "user":
         error = draw(st.booleans())
+        result = draw(st.sampled_from(["out", [{"type": "text", "text": "out"}], {"n": 2**64 - 1}]))
         content = [
-            {"tool_use_id": value("t1"), "type": "tool_result", "content": value("out"), "is_error": value(error)}
+            {"tool_use_id": value("t1"), "type": "tool_result", "content": value(result), "is_error": value(error)}
             for _ in range(draw(st.integers(0, 2)))
         ]
         obj["message"] = {"role": "user", "content": value(content)}
@@ -275,6 +279,11 @@ def _cli_other_line(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 5)) == 0 and b'"uuid":"' in line:
         at = line.index(b'"uuid":"') + len(b'"uuid":"')
         line = line[:at] + b"\xff" + line[at:]  # invalid UTF-8 in a skipped string
+    for key in (b'"file_path":"', b'"content":"', b'"text":"out'):
+        if draw(st.integers(0, 5)) == 0 and key in line:
+            # Invalid UTF-8 inside a tool input or a tool result: kept as bytes, repaired when read.
+            at = line.index(key) + len(key)
+            line = line[:at] + draw(st.sampled_from([b"\xff", b"\xed\xa0\x80", b"\xc3"])) + line[at:]
     return line
 
 

@@ -373,7 +373,7 @@ def typed_loader(prefix: bytes, decode: Callable[[bytes], Any]) -> Callable[[byt
         if line.startswith(prefix):
             try:
                 return (decode(line), line)
-            except error:
+            except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
                 pass
         return loads(line)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from agentrt.dialect import HostCodec, Turn, make_text_delta
+from agentrt.dialect import HostCodec, JsonFragment, Turn, make_text_delta
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -52,6 +52,7 @@ from ._typed import (
     TextDeltaBody,
     ThinkingBlock,
     ThinkingDeltaBody,
+    ToolArgs,
     UserLine,
     load_line,
     loads_raw,
@@ -368,7 +369,7 @@ class StreamJsonHostCodec(HostCodec):
                 return [
                     ToolResult(
                         tool_use_id=block.tool_use_id or "",
-                        content=block.content,
+                        content=JsonFragment(block.content),
                         is_error=block.is_error is True,
                         raw=line,
                     )
@@ -411,10 +412,21 @@ class StreamJsonHostCodec(HostCodec):
                 tool_id = block.id  # type: ignore[union-attr]
                 if tool_id is not None and tool_id in self._tools_emitted:
                     continue
-                event = tool_use_event(line, {"id": tool_id, "name": block.name, "input": block.input})  # type: ignore[union-attr]
-                if event.id:
-                    self._tools_emitted.add(event.id)
-                out.append(event)
+                # As tool_use_event builds it, the input parsed on first read.
+                name = block.name or "tool"  # type: ignore[union-attr]
+                fragment = block.input  # type: ignore[union-attr]
+                tool_input: Any = JsonFragment(fragment, mapping=True)  # reads as the parsed mapping
+                out.append(
+                    ToolUse(
+                        id=tool_id or "",
+                        name=name,
+                        input=tool_input,
+                        summary=tool_label(name, ToolArgs(fragment)),
+                        raw=line,
+                    )
+                )
+                if tool_id:
+                    self._tools_emitted.add(tool_id)
         return out if out else (RawEvent(name="assistant", raw=line),)
 
     def _text_message(self, msg: Any) -> dict[int, list[str]]:

@@ -9,15 +9,24 @@ msgspec refuses, or whose shape the structs do not cover (an unknown content
 block, a value of another JSON type), is parsed by orjson as before; so is a
 line whose rare branch needs the whole object (a failed result, an API error
 message): the host codec parses the kept line then, with the framing's rules.
+
+Tool inputs and tool results, most of the bytes of the lines that carry them,
+are validated but kept as bytes (``msgspec.Raw``, a view of the line): the
+events hold them as :class:`agentrt.dialect.JsonFragment` and parse them on
+first read, with the framing's rules, so they read exactly as the plain
+parse gives them.  A tool's label reads only the keys it needs
+(:class:`ToolArgs`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, Union
 
 import msgspec
 import orjson
 
+from agentrt.lowlevel import parse_fragment
 from agentrt_awp_jsonl.anthropic import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "ThinkingDeltaBody",
     "ToolUseBlock",
     "UserLine",
+    "ToolArgs",
     "load_line",
     "loads_raw",
 ]
@@ -56,19 +66,12 @@ class ThinkingBlock(msgspec.Struct, tag="thinking", tag_field="type", gc=False):
     thinking: str
 
 
-# A JSON scalar as orjson reads it.  Integers are bounded: past 64 bits the
-# framing reads a double (as JSON.parse does), so such a line takes the general
-# path instead; so does a nested value (an array or object) in a tool input.
-_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-_Scalar = Union[str, bool, None, float, _Int]
-
-
-class ToolUseBlock(msgspec.Struct, tag="tool_use", tag_field="type"):
-    """A complete ``tool_use`` block whose input holds only scalars (the common case)."""
+class ToolUseBlock(msgspec.Struct, tag="tool_use", tag_field="type", gc=False):
+    """A complete ``tool_use`` block; its input is kept as bytes (the event parses it on first read)."""
 
     id: Union[str, None] = None
     name: Union[str, None] = None
-    input: Union[dict[str, _Scalar], None] = None
+    input: msgspec.Raw = msgspec.Raw()
 
 
 class _AssistantMessage(msgspec.Struct, gc=False):
@@ -84,10 +87,13 @@ class AssistantLine(msgspec.Struct, tag="assistant", tag_field="type", gc=False)
     error: None = None
 
 
-class _ToolResultBlock(msgspec.Struct, tag="tool_result", tag_field="type", gc=False):
+class _ToolResultBlock(msgspec.Struct, gc=False):
+    # A plain field, not a tag: msgspec does not require the tag of a lone
+    # tagged struct, and a block without "type" is no tool result.
+    type: Literal["tool_result"]
     tool_use_id: Union[str, None] = None
-    # Text, as tools mostly return; a list of content blocks takes the general path.
-    content: Union[str, None] = None
+    # Of any JSON type, kept as bytes: the event parses it on first read.
+    content: msgspec.Raw = msgspec.Raw()
     is_error: Union[bool, None] = None
 
 
@@ -131,6 +137,7 @@ _DECODERS: dict[bytes, Any] = {
     b'{"type":"rate_limit_event",': msgspec.json.Decoder(RateLimitLine).decode,
 }
 _decode_delta = msgspec.json.Decoder(StreamDelta).decode
+_decode_args = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _loads = orjson.loads
 _error = msgspec.DecodeError  # ValidationError is a subclass
 
@@ -145,6 +152,51 @@ def loads_raw(raw: msgspec.Raw) -> Any:
     return _loads(memoryview(raw)) if raw else None
 
 
+class ToolArgs(Mapping[str, Any]):
+    """A kept tool input as a read-only mapping whose values are parsed only when read.
+
+    What :func:`agentrt.labels.tool_label` sees: it reads one or two keys of an
+    input that may hold a whole file.  A fragment that is not a JSON object
+    (or that msgspec will not split) reads as the plain parse's mapping.
+    """
+
+    __slots__ = ("_fragment", "_keys")
+
+    def __init__(self, fragment: msgspec.Raw) -> None:
+        self._fragment = fragment
+        self._keys: Mapping[str, Any] | None = None
+
+    def _split(self) -> Mapping[str, Any]:
+        keys = self._keys
+        if keys is None:
+            fragment = self._fragment
+            try:
+                keys = _decode_args(fragment) if bytes(memoryview(fragment)[:1]) == b"{" else {}
+            except (_error, RecursionError):
+                # Keys msgspec does not build as the framing would (invalid UTF-8): parse it all.
+                value = parse_fragment(fragment)
+                keys = {k: _Parsed(v) for k, v in value.items()} if type(value) is dict else {}
+            self._keys = keys
+        return keys
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._split()[key]
+        return value.value if type(value) is _Parsed else parse_fragment(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._split())
+
+    def __len__(self) -> int:
+        return len(self._split())
+
+
+class _Parsed:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def load_line(line: bytes) -> Any:
     """``(struct, line)`` for a line msgspec accepts into one of the structs above, else the parsed JSON.
 
@@ -154,7 +206,7 @@ def load_line(line: bytes) -> Any:
     if line.startswith(_DELTA):
         try:
             return (_decode_delta(line), line)
-        except _error:
+        except (_error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
             pass
     else:
         end = line.find(b",", 9, 30)
@@ -162,6 +214,6 @@ def load_line(line: bytes) -> Any:
         if decode is not None:
             try:
                 return (decode(line), line)
-            except _error:
+            except (_error, RecursionError):
                 pass
     return _loads(line)
