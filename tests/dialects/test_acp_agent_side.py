@@ -41,6 +41,8 @@ def test_bridge_to_acp_serves_the_python_sdk_client() -> None:
     async def main() -> None:
         client = Recorder()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
+        # The suite's scratch XDG directories (tests/conftest.py): never the real database.
+        env.update({k: v for k, v in os.environ.items() if k.startswith("XDG_")})
         env["AWP_AGENT_CLI_EXECUTABLE"] = ECHO
         async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env) as (conn, _proc):
             # wait_for: hang guards only.

@@ -20,6 +20,8 @@ TS_AGENT = ROOT / ".peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "
 
 def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
+    # The suite's scratch XDG directories (tests/conftest.py): never the real database.
+    base.update({k: v for k, v in os.environ.items() if k.startswith("XDG_")})
     base.update(env)
     # timeout: a hang guard only (the TypeScript example sleeps a second per step).
     return subprocess.run(
