@@ -50,6 +50,8 @@ class LiveProcess:
         self._idle = idle
         self._after_output = after_output
         self._closing = False
+        self._running = False  # a task of ours runs (or is about to)
+        self._result: PumpResult | None = None  # once the output has ended
 
     def start(self) -> None:
         """Begin reading: parked at once where the conversation is idle, else in a task."""
@@ -58,26 +60,34 @@ class LiveProcess:
 
     @property
     def parked(self) -> bool:
-        """True while no task reads (the stdout waits in the watcher)."""
-        return self.proc.stdout_parked
+        """True while no task of ours runs and the process context is still open."""
+        return not self._running and not self._closing
 
     def _park(self) -> bool:
         return self._idle() and self.proc.park_stdout(self._wake)
 
     def _wake(self) -> None:
         # Called by the watcher (or right away): the task runs in the conversation's nursery.
+        self._running = True
         self._nursery.start_soon(self._pump_task)
 
     async def _pump_task(self) -> None:
         parked = False
         try:
-            result = await self._pump.run(self._park)
-            if result is None:
-                parked = True
-                return
-            await self._after_output(self.proc, result)
+            if self._result is None:
+                self._result = await self._pump.run(self._park)
+                if self._result is None:
+                    parked = True
+                    return
+                if self.proc.call_on_exit(self._wake):
+                    # The output ended but the agent lives on: its exit wakes us, no task waits.
+                    parked = True
+                    return
+            await self._after_output(self.proc, self._result)
         finally:
-            if not parked:
+            if parked:
+                self._running = False
+            else:
                 await self.close()
 
     async def close(self) -> None:

@@ -115,6 +115,7 @@ class AgentProcess:
         # park_stdout's registration with the watcher: the descriptor and who to wake.
         self._parked_fd = -1
         self._parked: Callable[[], None] | None = None
+        self._exit_wake: Callable[[], None] | None = None  # call_on_exit's callback
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
@@ -213,6 +214,17 @@ class AgentProcess:
             return False
         self._parked_fd, self._parked = fd, wake
         watcher.add(fd, self._on_stdout)
+        return True
+
+    def call_on_exit(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake()`` once the child has exited, from the run's watcher, with no task waiting.
+
+        Returns False, with nothing registered, where there is no watcher or
+        the child has already exited.
+        """
+        if self._watcher is None or self.exited.is_set() or self._exit_wake is not None:
+            return False
+        self._exit_wake = wake
         return True
 
     @property
@@ -407,6 +419,7 @@ class AgentProcess:
         if watcher is not None:
             # A descriptor already let go is -1: its number may name another child's by now.
             self._unpark()  # a parked reader is not woken: its owner is closing the process
+            self._exit_wake = None
             for fd in (self._pidfd, self._stderr_fd):
                 if fd >= 0:
                     watcher.remove(fd)
@@ -434,6 +447,9 @@ class AgentProcess:
         self.exited.set()
         if self._exit_grace is not None:
             self._watcher.call_later(self._exit_grace, self._cut_output)
+        wake, self._exit_wake = self._exit_wake, None
+        if wake is not None:
+            wake()
 
     def _on_stderr(self) -> None:
         try:

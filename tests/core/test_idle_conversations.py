@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -82,3 +83,22 @@ async def test_an_idle_agent_that_exits_while_a_grandchild_holds_stdout_is_seen_
             assert isinstance(exited, ProcessExited) and not exited.requested
             assert isinstance(await conv.ask("two"), TurnCompleted)
             assert conv.process is not first
+
+
+async def test_an_ended_output_waits_for_the_exit_in_the_watcher_not_a_task() -> None:
+    from agentrt._process import ProcessSpec, open_process
+
+    # Closes its stdout at once, then lives until its stdin closes.
+    code = "import os, sys; os.close(1); sys.stdin.read()"
+    spec = ProcessSpec(argv=(sys.executable, "-S", "-c", code), env=ENV)
+    woken: list[bool] = []
+    with trio.fail_after(30):  # hang guard only
+        async with open_process(spec) as proc:
+            assert await proc.receive_some() == b""
+            before = _tasks()
+            assert proc.call_on_exit(lambda: woken.append(proc.exited.is_set()))
+            assert not proc.call_on_exit(lambda: None)  # one waiter at a time
+            assert _tasks() == before
+            await proc.stop()
+    assert woken == [True]
+    assert not proc.call_on_exit(lambda: None)  # already exited
