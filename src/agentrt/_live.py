@@ -17,6 +17,7 @@ ever run again to leave it).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
@@ -52,6 +53,9 @@ class LiveProcess:
         self._closing = False
         self._running = False  # a task of ours runs (or is about to)
         self._result: PumpResult | None = None  # once the output has ended
+        # A task started from the watcher would inherit the watcher's context variables:
+        # the pump's tasks get those of whoever opened the conversation instead.
+        self._context_vars = contextvars.copy_context()
 
     def start(self) -> None:
         """Begin reading: parked at once where the conversation is idle, else in a task."""
@@ -69,7 +73,7 @@ class LiveProcess:
     def _wake(self) -> None:
         # Called by the watcher (or right away): the task runs in the conversation's nursery.
         self._running = True
-        self._nursery.start_soon(self._pump_task)
+        self._context_vars.run(self._nursery.start_soon, self._pump_task)
 
     async def _pump_task(self) -> None:
         parked = False

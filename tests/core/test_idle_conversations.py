@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
@@ -14,6 +16,7 @@ from agentrt import open_conversation
 from agentrt._plugins import Plugins
 from agentrt._watch import AVAILABLE
 from agentrt.events import ProcessExited, TextDelta, TurnCompleted
+from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 
 from .test_child_watcher import _tasks
 from .test_conversation import Recorder, launch, script_agent
@@ -102,3 +105,37 @@ async def test_an_ended_output_waits_for_the_exit_in_the_watcher_not_a_task() ->
             await proc.stop()
     assert woken == [True]
     assert not proc.call_on_exit(lambda: None)  # already exited
+
+
+
+_OPENER: contextvars.ContextVar[str] = contextvars.ContextVar("opener", default="unset")
+
+CONTROL_AGENT = """
+for msg in lines():
+    if msg.get("type") != "user":
+        continue
+    emit({"type": "system", "subtype": "init", "session_id": "s-ctl", "model": "m-1"})
+    emit({"type": "control_request", "request_id": "r1",
+          "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls"}}})
+    for answer in lines():
+        if answer.get("type") == "control_response":
+            break
+    emit({"type": "result", "subtype": "success", "is_error": False, "session_id": "s-ctl"})
+"""
+
+
+async def test_a_woken_pump_sees_the_context_of_whoever_opened_the_conversation(tmp_path: Path) -> None:
+    # The pump's task is started by the watcher: it must not run in the watcher's context.
+    seen: list[str] = []
+
+    async def policy(request: PermissionRequest) -> PermissionDecision:
+        seen.append(_OPENER.get())
+        return await deny_all(request)
+
+    _OPENER.set("the opener")
+    spec = attrs.evolve(script_agent(tmp_path, CONTROL_AGENT), protocol="stream-json")
+    plugins = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"})
+    with trio.fail_after(60):  # hang guard only
+        async with open_conversation(spec, plugins=plugins, parent_env=ENV, permission_policy=policy) as conv:
+            assert isinstance(await conv.ask("hi"), TurnCompleted)
+    assert seen == ["the opener"]
