@@ -11,8 +11,11 @@ memory cannot make the next look cheap), interleaved round by round:
   through the run's one watcher, bounded stop);
 * ``conversation``: ``agentrt.open_conversation`` over awp-jsonl with no sink.
 
-Every child is a fixture agent that reads its stdin to the end and exits
-(``/bin/sh`` exec'ing ``cat``).  Per run: ``start_s``, the seconds from the
+Every child is a fixture agent that reads its stdin to the end and exits,
+holding its stdout open meanwhile, as a live idle agent does (a ``/bin/sh``
+``read`` loop); ``AGENTRT_BENCH_STDOUT=closed`` gives the earlier fixture,
+which closes its stdout at once (``exec cat >/dev/null``), so that the host
+sees the end of the output while the child lives on.  Per run: ``start_s``, the seconds from the
 first spawn to all N children live (all N started concurrently); then, with
 all of them live, ``rss_kib_per_child`` (the parent's RSS growth over an idle
 parent that imported the same modules, divided by N) and ``fds_per_child``
@@ -121,11 +124,12 @@ def _one(kind: str, n: int, agent: str) -> None:
     print(json.dumps(trio.run(_hold_all, kind, n, agent)))
 
 
-def _fixture_agent(directory: str) -> str:
+def _fixture_agent(directory: str, stdout: str) -> str:
     # Reads its stdin to the end (so a stop ends it at once) and ignores its flags.
     path = os.path.join(directory, "fixture-agent")
+    body = "exec cat >/dev/null" if stdout == "closed" else "while read -r _; do :; done"
     with open(path, "w") as f:
-        f.write("#!/bin/sh\nexec cat >/dev/null\n")
+        f.write(f"#!/bin/sh\n{body}\n")
     os.chmod(path, 0o755)
     return path
 
@@ -133,9 +137,12 @@ def _fixture_agent(directory: str) -> str:
 def main() -> dict[str, Any]:
     n = int(os.environ.get("AGENTRT_BENCH_CHILDREN", "1000"))
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", "5"))
-    print(f"many: {n} children per run, {rounds} rounds; {load_text()}")
+    stdout = os.environ.get("AGENTRT_BENCH_STDOUT", "open")
+    if stdout not in ("open", "closed"):
+        raise SystemExit("AGENTRT_BENCH_STDOUT must be 'open' or 'closed'")
+    print(f"many: {n} children per run, {rounds} rounds, child stdout {stdout}; {load_text()}")
     with tempfile.TemporaryDirectory() as tmp:
-        agent = _fixture_agent(tmp)
+        agent = _fixture_agent(tmp, stdout)
 
         def contender(kind: str) -> Any:
             def run() -> Figures:
@@ -149,7 +156,9 @@ def main() -> dict[str, Any]:
         runs = interleave({kind: contender(kind) for kind in CONTENDERS}, rounds)
     summary = summarize(runs, "bare", KEYS)
     summary["children"] = n
-    print_summary(f"many children (end to end, {n} per run; ratios to bare in the same rounds)", summary)
+    summary["child_stdout"] = stdout
+    print_summary(f"many children (end to end, {n} per run, child stdout {stdout}; ratios to bare in the same rounds)",
+                  summary)
     return summary
 
 

@@ -24,19 +24,21 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
+from . import _watch
 from ._control import answer_control
 from ._exceptions import collapse_single_group
 from ._fanout import MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
+from ._live import LiveProcess
 from ._process import AgentProcess, ExitStatus, open_process
-from ._pump import EXIT_OUTPUT_GRACE, pump_events
+from ._pump import EXIT_OUTPUT_GRACE, Pump, PumpResult, pump_events
 from ._turn_rules import TurnRules, exit_how
 from ._turn_stream import TurnState, TurnStream
 from ._why import exit_reason
@@ -121,6 +123,7 @@ class Conversation:
         self._rules = TurnRules(model=launch.model)
         self._proc: AgentProcess | None = None
         self._proc_done: trio.Event | None = None
+        self._live: LiveProcess | None = None
         self._turn: TurnState | None = None
         self._turns = 0
         self._seq = 0
@@ -234,8 +237,29 @@ class Conversation:
             # A new process speaks a new stream: fresh codec and framing state.
             self._codec = self.dialect.host_codec()
         self._codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
+        if _watch.AVAILABLE:
+            return await self._start_live(spec)
         proc: AgentProcess = await self._nursery.start(self._run_process, spec)
         return proc
+
+    async def _start_live(self, spec: Any) -> AgentProcess:
+        # No task of its own while idle: the pump parks between turns (see agentrt._live).
+        context = open_process(spec)
+        proc = await context.__aenter__()
+        on_oversize, on_send_error = self._pump_callbacks(proc)
+        pump = Pump(proc, self._codec, self._dispatch, on_oversize=on_oversize, on_send_error=on_send_error)
+        live = LiveProcess(
+            proc, context, pump, nursery=self._nursery, idle=self._idle, after_output=self._after_output
+        )
+        self._live, self._proc, self._proc_done = live, proc, live.done
+        self._rules.new_process()
+        live.start()
+        return proc
+
+    def _idle(self) -> bool:
+        # No live turn: nothing waits on the output, so the pump may park.
+        turn = self._turn
+        return turn is None or turn.progress.terminal is not None
 
     async def _run_process(self, spec: Any, task_status: trio.TaskStatus[AgentProcess]) -> None:
         done = trio.Event()
@@ -263,6 +287,15 @@ class Conversation:
 
     # -- the read loop -----------------------------------------------------
     async def _read(self, proc: AgentProcess) -> None:
+        on_oversize, on_send_error = self._pump_callbacks(proc)
+        result = await pump_events(
+            proc, self._codec, self._dispatch, on_oversize=on_oversize, on_send_error=on_send_error
+        )
+        await self._after_output(proc, result)
+
+    def _pump_callbacks(
+        self, proc: AgentProcess
+    ) -> tuple[Callable[[list[Event]], Awaitable[bool]], Callable[[AgentrtError], Awaitable[None]]]:
         async def on_oversize(before: list[Event]) -> bool:
             # Stopped before the turn ends: a next turn must not be written to this agent.
             with trio.CancelScope(shield=True):
@@ -279,7 +312,10 @@ class Conversation:
         async def on_send_error(exc: AgentrtError) -> None:
             await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
 
-        await pump_events(proc, self._codec, self._dispatch, on_oversize=on_oversize, on_send_error=on_send_error)
+        return on_oversize, on_send_error
+
+    async def _after_output(self, proc: AgentProcess, _result: PumpResult) -> None:
+        # The output has ended: how the process ended decides the live turn's fate.
         with trio.CancelScope(shield=True):
             status = await proc.wait()
         self.exit_status = status
@@ -352,6 +388,10 @@ class Conversation:
     async def _aclose(self) -> None:
         with trio.CancelScope(shield=True):
             await self.stop()
+            live = self._live
+            if live is not None and live.parked:
+                # No task will wake to leave the process context: leave it here.
+                await live.close()
             # Whatever the pump could not deliver is lost only if a sink hangs past its bound.
             if self._internal_events:
                 await self._dispatch([])

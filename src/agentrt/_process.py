@@ -22,7 +22,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -110,6 +110,12 @@ class AgentProcess:
         self._requested = False
         self._reaped = False
         self._output_ended = False
+        self._output_cut = False
+        self._exit_grace: float | None = None  # end_output_after_exit's grace, once asked
+        # park_stdout's registration with the watcher: the descriptor and who to wake.
+        self._parked_fd = -1
+        self._parked: Callable[[], None] | None = None
+        self._exit_wake: Callable[[], None] | None = None  # call_on_exit's callback
         self._stopping: trio.Event | None = None
         self._stderr = bytearray()
         self._stderr_done = trio.Event()
@@ -166,9 +172,65 @@ class AgentProcess:
         For when the child has exited but a grandchild still holds its stdout
         open, so that end of output would never come.
         """
+        if self._end_output_now():
+            return
         self._output_ended = True
         with trio.CancelScope(shield=True):
             await self._stdout.aclose()
+
+    def end_output_after_exit(self, grace: float) -> bool:
+        """Once the child has exited, end the output (:meth:`end_output`) ``grace`` seconds later.
+
+        Served by the run's one watcher, with no task of its own; returns False
+        where there is none (the caller then keeps its own timer).
+        :attr:`output_cut` tells afterwards whether the grace ran out.
+        """
+        watcher = self._watcher
+        if watcher is None:
+            return False
+        self._exit_grace = grace
+        if self.exited.is_set():
+            watcher.call_later(grace, self._cut_output)
+        return True
+
+    @property
+    def output_cut(self) -> bool:
+        """True once :meth:`end_output_after_exit`'s grace ran out before the output ended."""
+        return self._output_cut
+
+    def park_stdout(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake()`` once stdout has data or has ended, with no task waiting meanwhile.
+
+        An idle reader hands its wait to the run's one watcher this way and
+        ends its task; ``wake`` (called in the run's thread, it must not block)
+        starts a new one.  Returns False, with nothing registered, where there
+        is no watcher or the output has already ended: read on instead.
+        """
+        watcher = self._watcher
+        if watcher is None or self._output_ended or self._parked is not None:
+            return False
+        fd = self.stdout_fileno()
+        if fd is None or fd < 0:
+            return False
+        self._parked_fd, self._parked = fd, wake
+        watcher.add(fd, self._on_stdout)
+        return True
+
+    def call_on_exit(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake()`` once the child has exited, from the run's watcher, with no task waiting.
+
+        Returns False, with nothing registered, where there is no watcher or
+        the child has already exited.
+        """
+        if self._watcher is None or self.exited.is_set() or self._exit_wake is not None:
+            return False
+        self._exit_wake = wake
+        return True
+
+    @property
+    def stdout_parked(self) -> bool:
+        """True while a :meth:`park_stdout` registration waits."""
+        return self._parked is not None
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (it sees EOF); idempotent."""
@@ -314,6 +376,36 @@ class AgentProcess:
 
     # --- the shared watcher (Linux): no task per child -------------------------------
 
+    def _unpark(self) -> Callable[[], None] | None:
+        wake, self._parked = self._parked, None
+        if self._parked_fd >= 0 and self._watcher is not None:
+            self._watcher.remove(self._parked_fd)
+        self._parked_fd = -1
+        return wake
+
+    def _on_stdout(self) -> None:
+        wake = self._unpark()
+        if wake is not None:
+            wake()
+
+    def _end_output_now(self) -> bool:
+        """Watched children: end the output at once (sync, for a timer); False where not watched."""
+        if self._watcher is None:
+            return False
+        if not self._output_ended:
+            self._output_ended = True
+            wake = self._unpark()
+            # Closing wakes a pending read (it then returns b""); a parked reader is woken instead.
+            self._stdout.close()  # type: ignore[attr-defined]
+            if wake is not None:
+                wake()
+        return True
+
+    def _cut_output(self) -> None:
+        if not self._output_ended and self._watcher is not None:
+            self._output_cut = True
+            self._end_output_now()
+
     def _watch(self, watcher: ChildWatcher, proc: _LinuxProcess) -> None:
         assert proc._pidfd is not None
         self._watcher = watcher
@@ -326,11 +418,14 @@ class AgentProcess:
         watcher = self._watcher
         if watcher is not None:
             # A descriptor already let go is -1: its number may name another child's by now.
+            self._unpark()  # a parked reader is not woken: its owner is closing the process
+            self._exit_wake = None
             for fd in (self._pidfd, self._stderr_fd):
                 if fd >= 0:
                     watcher.remove(fd)
             self._pidfd = self._stderr_fd = -1
             self._stderr_done.set()
+            self._watcher = None
 
     def _on_exit(self) -> None:
         # The pidfd is readable: the child is a zombie, so this never blocks.
@@ -350,6 +445,11 @@ class AgentProcess:
             returncode, sig = None, info.si_status
         self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
         self.exited.set()
+        if self._exit_grace is not None:
+            self._watcher.call_later(self._exit_grace, self._cut_output)
+        wake, self._exit_wake = self._exit_wake, None
+        if wake is not None:
+            wake()
 
     def _on_stderr(self) -> None:
         try:

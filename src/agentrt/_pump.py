@@ -23,7 +23,10 @@ user, so growing every pipe at spawn would starve the user's other pipes.
 Exit is the end of the output, not EOF: a grandchild (an MCP server, a
 helper) may inherit stdout and hold it open for ever, so once the process has
 exited its stdout is read for at most ``exit_grace`` more seconds
-(:data:`EXIT_OUTPUT_GRACE` by default), then reading ends.
+(:data:`EXIT_OUTPUT_GRACE` by default), then reading ends.  That deadline is
+a timer of the run's one watcher (:mod:`agentrt._watch`), not a task; and a
+:class:`Pump` can park while its owner is idle, so that an idle conversation
+holds no task of its own (its stdout waits in the watcher until it has data).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "BULK_READ_SIZE",
     "EXIT_OUTPUT_GRACE",
     "MALFORMED_LINE",
+    "Pump",
     "PumpResult",
     "pump_events",
     "decode_objects",
@@ -148,6 +152,11 @@ async def pump_events(
     * Once the process has exited, reading ends ``exit_grace`` seconds later
       at the latest (:meth:`AgentProcess.end_output`).
     """
+    pump = Pump(proc, codec, on_events, on_oversize=on_oversize, on_send_error=on_send_error, exit_grace=exit_grace)
+    if pump.timed_by_watcher:
+        result = await pump.run()
+        assert result is not None
+        return result
     cut = False
 
     async def end_output_after_exit() -> None:
@@ -163,75 +172,121 @@ async def pump_events(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(end_output_after_exit)
             try:
-                oversize = await _read(proc, codec, on_events, on_oversize, on_send_error)
+                oversize = await pump._read(None)
             finally:
                 nursery.cancel_scope.cancel()
-    return PumpResult(eof=not cut and not oversize, oversize=oversize)
+    return PumpResult(eof=not cut and not oversize, oversize=bool(oversize))
 
 
-async def _read(
-    proc: AgentProcess,
-    codec: HostCodec,
-    on_events: Callable[[list[Event]], Awaitable[None]],
-    on_oversize: Callable[[list[Event]], Awaitable[bool]],
-    on_send_error: Callable[[AgentrtError], Awaitable[None]] | None,
-) -> bool:
-    """The loop itself; True when it stopped at an oversize line."""
-    reader = JsonlReader(codec.line_loader)
-    decode_batch = codec.decode_batch
-    drain = codec.drain_output
-    seen_malformed = 0
-    size = READ_SIZE
-    # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
-    # not grow, 0 until output comes in full reads; ``original`` the size it had.
-    bulk = original = 0
-    while True:
-        chunk = await proc.receive_some(size)
-        if not chunk:
-            break
-        full = len(chunk) == size
-        if full and not bulk:  # the agent writes faster than we read: a bigger pipe
-            fd = proc.stdout_fileno()
-            original = _pipe_size(fd) or 0
-            grown = _pipe_size(fd, BULK_READ_SIZE) if original else None
-            bulk = grown if grown is not None and grown > READ_SIZE else READ_SIZE
-        elif (
-            bulk > READ_SIZE
-            and len(chunk) < _PACED_BYTES
-            and _pipe_size(proc.stdout_fileno(), original) is not None
-        ):
-            # Paced again: the pages went back (the kernel counts them per user,
-            # and an agent may stream for hours); the next burst grows it again.
-            bulk = 0
-        try:
-            objs = reader.feed(chunk)
-        except OutputOversize as exc:
-            # What complete lines preceded the oversize one still counts.
-            if not await on_oversize(decode_objects(codec, exc.objects)):
-                return True
-            reader = JsonlReader(codec.line_loader)
-            seen_malformed = 0
-            continue
-        # Bigger reads only while full reads bring big lines (see _BULK_LINE_BYTES).
-        size = bulk if full and len(objs) * _BULK_LINE_BYTES <= len(chunk) else READ_SIZE
-        if objs:
-            if reader.malformed_count == seen_malformed:
-                # The usual case: every line parsed, one batch call to the codec.
-                events = decode_batch(objs)
-            else:
-                seen_malformed = reader.malformed_count
-                events = decode_objects(codec, objs)
-            await on_events(events)
-            owed = drain()
-            if owed:  # a request/response protocol's next request (e.g. its handshake)
-                try:
-                    await proc.send(owed)
-                except AgentrtError as exc:
-                    if on_send_error is None:
-                        raise
-                    await on_send_error(exc)
-    tail = decode_objects(codec, reader.finish())
-    tail.extend(codec.finish())
-    if tail:
-        await on_events(tail)
-    return False
+class Pump:
+    """The read loop of :func:`pump_events` as an object that can pause while idle.
+
+    :meth:`run` reads as :func:`pump_events` does; given ``park``, after each
+    chunk it asks ``park()`` whether to stop here (``park`` itself arranges the
+    wake-up, e.g. with :meth:`AgentProcess.park_stdout`) and then returns
+    ``None``; a later :meth:`run` goes on where it stopped, with the same
+    framing state.  The exit grace is a timer of the run's watcher where
+    there is one (:attr:`timed_by_watcher`), so an idle, parked pump holds no
+    task at all.
+    """
+
+    def __init__(
+        self,
+        proc: AgentProcess,
+        codec: HostCodec,
+        on_events: Callable[[list[Event]], Awaitable[None]],
+        *,
+        on_oversize: Callable[[list[Event]], Awaitable[bool]],
+        on_send_error: Callable[[AgentrtError], Awaitable[None]] | None = None,
+        exit_grace: float = EXIT_OUTPUT_GRACE,
+    ) -> None:
+        self._proc = proc
+        self._codec = codec
+        self._on_events = on_events
+        self._on_oversize = on_oversize
+        self._on_send_error = on_send_error
+        self._reader = JsonlReader(codec.line_loader)
+        self._seen_malformed = 0
+        self._size = READ_SIZE
+        self._bulk = self._original = 0
+        #: True when the run's watcher ends the output after the exit grace (no timer task needed).
+        self.timed_by_watcher = proc.end_output_after_exit(exit_grace)
+
+    async def run(self, park: Callable[[], bool] | None = None) -> PumpResult | None:
+        """Read until the output ends (its :class:`PumpResult`), or until ``park()`` is true (``None``)."""
+        oversize = await self._read(park)
+        if oversize is None:
+            return None
+        cut = self._proc.output_cut
+        return PumpResult(eof=not cut and not oversize, oversize=oversize)
+
+    async def _read(self, park: Callable[[], bool] | None) -> bool | None:
+        """The loop itself; True when it stopped at an oversize line, None when parked."""
+        proc = self._proc
+        codec = self._codec
+        on_events = self._on_events
+        on_oversize = self._on_oversize
+        on_send_error = self._on_send_error
+        reader = self._reader
+        decode_batch = codec.decode_batch
+        drain = codec.drain_output
+        seen_malformed = self._seen_malformed
+        size = self._size
+        # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
+        # not grow, 0 until output comes in full reads; ``original`` the size it had.
+        bulk, original = self._bulk, self._original
+        while True:
+            chunk = await proc.receive_some(size)
+            if not chunk:
+                break
+            full = len(chunk) == size
+            if full and not bulk:  # the agent writes faster than we read: a bigger pipe
+                fd = proc.stdout_fileno()
+                original = _pipe_size(fd) or 0
+                grown = _pipe_size(fd, BULK_READ_SIZE) if original else None
+                bulk = grown if grown is not None and grown > READ_SIZE else READ_SIZE
+            elif (
+                bulk > READ_SIZE
+                and len(chunk) < _PACED_BYTES
+                and _pipe_size(proc.stdout_fileno(), original) is not None
+            ):
+                # Paced again: the pages went back (the kernel counts them per user,
+                # and an agent may stream for hours); the next burst grows it again.
+                bulk = 0
+            try:
+                objs = reader.feed(chunk)
+            except OutputOversize as exc:
+                # What complete lines preceded the oversize one still counts.
+                if not await on_oversize(decode_objects(codec, exc.objects)):
+                    return True
+                reader = JsonlReader(codec.line_loader)
+                seen_malformed = 0
+                continue
+            # Bigger reads only while full reads bring big lines (see _BULK_LINE_BYTES).
+            size = bulk if full and len(objs) * _BULK_LINE_BYTES <= len(chunk) else READ_SIZE
+            if objs:
+                if reader.malformed_count == seen_malformed:
+                    # The usual case: every line parsed, one batch call to the codec.
+                    events = decode_batch(objs)
+                else:
+                    seen_malformed = reader.malformed_count
+                    events = decode_objects(codec, objs)
+                await on_events(events)
+                owed = drain()
+                if owed:  # a request/response protocol's next request (e.g. its handshake)
+                    try:
+                        await proc.send(owed)
+                    except AgentrtError as exc:
+                        if on_send_error is None:
+                            raise
+                        await on_send_error(exc)
+            # Parked only after a read: a wake-up always reads what woke it.
+            if park is not None and park():
+                self._reader, self._seen_malformed, self._size = reader, seen_malformed, size
+                self._bulk, self._original = bulk, original
+                return None
+        tail = decode_objects(codec, reader.finish())
+        tail.extend(codec.finish())
+        if tail:
+            await on_events(tail)
+        return False

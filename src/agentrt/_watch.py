@@ -8,11 +8,18 @@ one system task per run waits on one ``epoll`` descriptor that holds every
 registered descriptor, and calls the registered function when one is
 readable, in the run's own thread.  A function must not block; the level-
 triggered ``epoll`` calls it again while its descriptor stays readable.
+
+The same task keeps timers (:meth:`ChildWatcher.call_later`): a deadline
+that once needed a sleeping task per child (e.g. "end the output a grace
+period after the exit") is an entry in one heap instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
+import math
 import select
 from collections.abc import Callable
 
@@ -33,6 +40,10 @@ class ChildWatcher:
     def __init__(self) -> None:
         self._epoll = select.epoll()
         self._callbacks: dict[int, Callable[[], None]] = {}
+        # (deadline, tie-breaker, callback); the tie-breaker keeps callbacks uncompared.
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._sleep: trio.CancelScope | None = None
 
     def add(self, fd: int, callback: Callable[[], None]) -> None:
         """Watch ``fd``; ``callback`` runs in the run's thread, and must not raise or block."""
@@ -45,10 +56,30 @@ class ChildWatcher:
             with contextlib.suppress(OSError, ValueError):
                 self._epoll.unregister(fd)
 
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` about ``delay`` seconds from now, in the run's thread (must not raise or block)."""
+        deadline = trio.current_time() + max(0.0, delay)
+        heapq.heappush(self._timers, (deadline, next(self._seq), callback))
+        if self._sleep is not None and deadline < self._sleep.deadline:
+            self._sleep.deadline = deadline
+
+    def _fire_timers(self) -> None:
+        now = trio.current_time()
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            callback = heapq.heappop(timers)[2]
+            with contextlib.suppress(Exception):  # one failing timer must not end the others
+                callback()
+
     async def _run(self) -> None:
         try:
             while True:
-                await trio.lowlevel.wait_readable(self._epoll)
+                # One scope per wake-up, not per child: its deadline is the next timer's.
+                with trio.CancelScope(deadline=self._timers[0][0] if self._timers else math.inf) as sleep:
+                    self._sleep = sleep
+                    await trio.lowlevel.wait_readable(self._epoll)
+                self._sleep = None
+                self._fire_timers()
                 for fd, _events in self._epoll.poll(0, _BATCH):
                     callback = self._callbacks.get(fd)
                     if callback is None:
