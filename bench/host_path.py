@@ -317,6 +317,48 @@ def _figures(lines: int, run: tuple[int, float] | tuple[int, float, float]) -> F
     return figures
 
 
+class _CollectorClock:
+    """Counts the cyclic collector's runs and their wall time (gc.callbacks), while installed."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.runs += 1
+            self.seconds += time.perf_counter() - self._start
+
+
+def _collected(lines: int, run: Callable[[], tuple[int, float, float]], tuned: bool) -> Figures:
+    """One agentrt run's figures plus the collector's share; with ``tuned``, under :func:`agentrt.tune_gc`.
+
+    The tuned settings are applied for this run only and undone after it, so
+    default and tuned runs interleave in the same rounds (a second half run
+    after the first would also measure the order and the process's age).
+    """
+    import gc
+
+    from agentrt import tune_gc
+
+    clock = _CollectorClock()
+    previous = tune_gc() if tuned else None
+    gc.callbacks.append(clock)
+    try:
+        figures = _figures(lines, run())
+    finally:
+        gc.callbacks.remove(clock)
+        if previous is not None:
+            gc.unfreeze()
+            gc.set_threshold(*previous)
+    figures["gc_ms"] = clock.seconds * 1e3
+    figures["gc_runs"] = clock.runs
+    return figures
+
+
 def _fixed(run: tuple[int, float] | tuple[int, float, float]) -> Figures:
     figures: Figures = {"wall_ms": run[1] * 1e3}
     if len(run) == 3:
@@ -348,23 +390,29 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
     """Both profiles, each contender interleaved round by round; medians, ranges and ratios."""
     lines = blob.count(b"\n")
     small_lines = small.count(b"\n")
+
+    def host(n: int, file: str, protocol: str = "stream-json", tuned: bool = False) -> Callable[[], Figures]:
+        return lambda: _collected(n, lambda: trio.run(agentrt_path, file, protocol), tuned)
+
     mix: dict[str, Callable[[], Figures]] = {
         "bare": lambda: _figures(lines, trio.run(bare_loop, path)),
-        "agentrt": lambda: _figures(lines, trio.run(agentrt_path, path, "stream-json")),
+        "agentrt": host(lines, path),
+        "agentrt_tuned_gc": host(lines, path, tuned=True),
     }
     small_runs: dict[str, Callable[[], Figures]] = {
         "bare_small": lambda: _figures(small_lines, trio.run(bare_loop, small_path)),
-        "agentrt_small": lambda: _figures(small_lines, trio.run(agentrt_path, small_path, "stream-json")),
-        "agentrt_small_awp_jsonl": lambda: _figures(small_lines, trio.run(agentrt_path, awp_path, "awp-jsonl")),
+        "agentrt_small": host(small_lines, small_path),
+        "agentrt_small_tuned_gc": host(small_lines, small_path, tuned=True),
+        "agentrt_small_awp_jsonl": host(small_lines, awp_path, "awp-jsonl"),
     }
     try:
         import claude_agent_sdk  # noqa: F401
     except ImportError:
         print("  (claude-agent-sdk not installed: no SDK figures)")
     else:
-        mix["sdk"] = lambda: _figures(lines, sdk_path(path))
-        small_runs["sdk_small"] = lambda: _figures(small_lines, sdk_path(small_path))
-    keys = ("lines_per_s", "wall_s", "cpu_us_per_line")
+        mix["sdk"] = lambda: _collected(lines, lambda: sdk_path(path), False)
+        small_runs["sdk_small"] = lambda: _collected(small_lines, lambda: sdk_path(small_path), False)
+    keys = ("lines_per_s", "wall_s", "cpu_us_per_line", "gc_ms", "gc_runs")
     mix_runs = interleave(mix, rounds, label=f"{label}mix ")
     small_done = interleave(small_runs, rounds, label=f"{label}small-delta ")
     out: dict[str, Any] = {}
@@ -384,19 +432,18 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
 
 
 def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
-    """Run the comparison twice and print every run and a summary; returns the figures.
+    """Run the comparison and print every run and a summary; returns the figures.
 
-    First with CPython's default collector settings (a program embedding
-    agentrt that does not tune them), then after :func:`agentrt.tune_gc`, as
-    the ``agentrt`` command runs (those figures carry a ``tuned_gc.`` prefix).
-    Every contender runs under the same settings in each half.  Each half
-    interleaves the contenders round by round (``rounds``, at least 5; env
+    The contenders interleave round by round (``rounds``, at least 5; env
     ``AGENTRT_BENCH_ROUNDS``) on the 100k-line mix (env ``AGENTRT_BENCH_LINES``)
-    and on the small-delta profile; every run prints the machine load.
+    and on the small-delta profile, under CPython's default collector settings
+    (a program embedding agentrt that does not tune them); ``agentrt_tuned_gc``
+    and ``agentrt_small_tuned_gc`` are the same runs under
+    :func:`agentrt.tune_gc`, as the ``agentrt`` command runs, in the same
+    rounds.  Every agentrt run also reports the collector's runs and time
+    (``gc_runs``, ``gc_ms``).  Every run prints the machine load.
     """
     import gc
-
-    from agentrt import tune_gc
 
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", rounds))
     n_lines = int(os.environ.get("AGENTRT_BENCH_LINES", n_lines))
@@ -414,12 +461,8 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         figures: dict[str, Any] = {"corpus_lines": blob.count(b"\n"), "corpus_mb": len(blob) / 1e6}
         figures.update(held_event_bytes(small[: 20_000 * 260], "stream-json"))
         figures.update(_measure(rounds, blob, path, small, small_path, awp_path, "", tiny_path))
-        tune_gc()
-        tuned = _measure(rounds, blob, path, small, small_path, awp_path, "tuned gc ")
-        figures.update({f"tuned_gc.{key}": value for key, value in tuned.items()})
     finally:
         gc.set_threshold(*saved)
-        gc.unfreeze()
         os.unlink(path)
         os.unlink(small_path)
         os.unlink(awp_path)

@@ -87,3 +87,33 @@ def test_the_embedding_guide_snippet_runs_as_written() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True, env=base, timeout=60)
     got = json.loads(out.stdout.decode().strip().splitlines()[-1])
     assert got["now"][0] == STREAMING_GEN0_THRESHOLD and got["previous"][0] != STREAMING_GEN0_THRESHOLD
+
+
+_START_PROBE = r"""
+import gc, json
+import agentrt
+runs = []
+gc.callbacks.append(lambda phase, info: runs.append(info["generation"]) if phase == "stop" else None)
+agentrt.tune_gc()
+# What a command imports and builds after the call: the run machinery, every dialect, trio.
+import agentrt._cli_run, agentrt._conversation, agentrt.cli
+from agentrt import Plugins
+plugins = Plugins(autoload=True)
+for name in ("stream-json", "awp-jsonl", "acp"):
+    plugins.dialect(name)
+import trio
+trio.run(trio.sleep, 0)
+print(json.dumps({"collections": runs, "young": gc.get_count()[0]}))
+"""
+
+
+def test_after_tune_gc_a_command_start_makes_no_collection() -> None:
+    # The collector's cost in a streaming command is its start: imports leave
+    # tens of thousands of live objects. After tune_gc none of them is walked
+    # (a young threshold of 20,000 still made two collections here).
+    out = subprocess.run(
+        [sys.executable, "-c", _START_PROBE], capture_output=True, check=True, env=_allowlisted_env(), timeout=60
+    )
+    got = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert got["collections"] == []
+    assert got["young"] > 20_000  # the start did allocate that many live objects
