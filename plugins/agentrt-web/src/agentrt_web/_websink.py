@@ -7,6 +7,8 @@ paced per display refresh, and the Markdown of a streaming reply is rendered
 at a bounded rate.
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import Mapping
 from typing import Any
