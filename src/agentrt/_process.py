@@ -21,16 +21,15 @@ import errno
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Literal
 
-import attrs
 import trio
 
 from . import _watch
 from ._exceptions import collapse_single_group
+from ._process_events import _ChildEvents
+from ._process_types import ExitStatus, ProcessSpec
 from ._spawn import OwnedProcess, _LinuxProcess, open_owned_process
 from ._watch import ChildWatcher
 from .errors import AgentrtError
@@ -47,51 +46,9 @@ read buffer crosses glibc's mmap threshold, which made every *small* read cost
 
 _KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the exit before giving up
 _DRAIN_WAIT = 0.5  # after the exit, how long stderr may take to reach EOF
-_HAS_PIDFD = sys.platform == "linux" and hasattr(os, "pidfd_open")
 
 
-@attrs.frozen(kw_only=True)
-class ProcessSpec:
-    """What to spawn: argv (``argv[0]`` absolute, never a shell), the complete env, cwd.
-
-    ``stdin=False`` gives the child ``/dev/null``.  On stop, ``shutdown_line`` is
-    written first (where the dialect has one); ``shutdown_grace`` and
-    ``term_grace`` bound the waits before SIGTERM and SIGKILL.  Over
-    ``stderr_limit`` bytes of stderr, only the last half is kept.
-    """
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str | None = None
-    stdin: bool = True
-    shutdown_line: bytes | None = None
-    shutdown_grace: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    term_grace: float = attrs.field(default=3.0, validator=attrs.validators.ge(0))
-    stderr_limit: int = attrs.field(default=256 * 1024, validator=attrs.validators.ge(2))
-
-
-@attrs.frozen(kw_only=True)
-class ExitStatus:
-    """How the child ended."""
-
-    returncode: int | None
-    """The exit code, or ``None`` when a signal killed it."""
-    signal: int | None
-    """The signal that killed it, or ``None``."""
-    requested: bool
-    """True if :meth:`AgentProcess.stop` was called before it exited."""
-
-    @property
-    def kind(self) -> Literal["requested", "exited", "crashed"]:
-        """``requested`` (we stopped it), ``exited`` (code 0) or ``crashed`` (anything else)."""
-        if self.requested:
-            return "requested"
-        if self.returncode == 0:
-            return "exited"
-        return "crashed"
-
-
-class AgentProcess:
+class AgentProcess(_ChildEvents):
     """A running child; obtained from :func:`open_process`, valid inside its context."""
 
     pid: int
@@ -335,162 +292,6 @@ class AgentProcess:
         with trio.move_on_after(_KILL_WAIT):
             await self._proc.wait()
             self._reaped = True
-
-    def _cancel_tasks(self) -> None:
-        for scope in self._task_scopes:
-            scope.cancel()
-
-    async def _watch_exit(self) -> None:
-        """Background task: set :attr:`exited` when the child exits, without reaping (Linux)."""
-        with trio.CancelScope(shield=True) as scope:
-            self._task_scopes.append(scope)
-            await self._watch_exit_inner()
-
-    async def _watch_exit_inner(self) -> None:
-        try:
-            if _HAS_PIDFD and isinstance(self._proc, _LinuxProcess):
-                returncode, sig = await self._wait_pidfd(self._proc)
-            else:
-                code = await self._proc.wait()
-                self._reaped = True
-                returncode, sig = (code, None) if code >= 0 else (None, -code)
-        except OSError:
-            # The child vanished from under us (someone else reaped it).
-            returncode, sig = None, None
-        self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
-        self.exited.set()
-
-    async def _wait_pidfd(self, proc: _LinuxProcess) -> tuple[int | None, int | None]:
-        # The spawner's own pidfd, not a second one per child: it tells the exit
-        # without reaping, so the pid stays ours until stop's final killpg.
-        await proc.wait_exiting()
-        # A readable pidfd means the child is a zombie: this never blocks.
-        flags = os.WEXITED | os.WNOWAIT | os.WNOHANG
-        info = os.waitid(os.P_PID, self.pid, flags)  # noqa: ASYNC222
-        while info is None:  # pragma: no cover - defensive, not seen on Linux
-            await trio.sleep(0.01)
-            info = os.waitid(os.P_PID, self.pid, flags)  # noqa: ASYNC222
-        if info.si_code == os.CLD_EXITED:
-            return info.si_status, None
-        return None, info.si_status
-
-    # --- the shared watcher (Linux): no task per child -------------------------------
-
-    def _unpark(self) -> Callable[[], None] | None:
-        wake, self._parked = self._parked, None
-        if self._parked_fd >= 0 and self._watcher is not None:
-            self._watcher.remove(self._parked_fd)
-        self._parked_fd = -1
-        return wake
-
-    def _on_stdout(self) -> None:
-        wake = self._unpark()
-        if wake is not None:
-            wake()
-
-    def _end_output_now(self) -> bool:
-        """Watched children: end the output at once (sync, for a timer); False where not watched."""
-        if self._watcher is None:
-            return False
-        if not self._output_ended:
-            self._output_ended = True
-            wake = self._unpark()
-            # Closing wakes a pending read (it then returns b""); a parked reader is woken instead.
-            self._stdout.close()  # type: ignore[attr-defined]
-            if wake is not None:
-                wake()
-        return True
-
-    def _cut_output(self) -> None:
-        if not self._output_ended and self._watcher is not None:
-            self._output_cut = True
-            self._end_output_now()
-
-    def _watch(self, watcher: ChildWatcher, proc: _LinuxProcess) -> None:
-        assert proc._pidfd is not None
-        self._watcher = watcher
-        self._pidfd = proc._pidfd
-        self._stderr_fd = self._stderr_stream.fileno()  # type: ignore[attr-defined]
-        watcher.add(self._pidfd, self._on_exit)
-        watcher.add(self._stderr_fd, self._on_stderr)
-
-    def _unwatch(self) -> None:
-        watcher = self._watcher
-        if watcher is not None:
-            # A descriptor already let go is -1: its number may name another child's by now.
-            self._unpark()  # a parked reader is not woken: its owner is closing the process
-            self._exit_wake = None
-            for fd in (self._pidfd, self._stderr_fd):
-                if fd >= 0:
-                    watcher.remove(fd)
-            self._pidfd = self._stderr_fd = -1
-            self._stderr_done.set()
-            self._watcher = None
-
-    def _on_exit(self) -> None:
-        # The pidfd is readable: the child is a zombie, so this never blocks.
-        assert self._watcher is not None
-        # Before the reap closes the pidfd (the reap waits for this exit).
-        self._watcher.remove(self._pidfd)
-        self._pidfd = -1
-        try:
-            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
-        except OSError:
-            info = None  # someone else reaped it
-        if info is None:
-            returncode, sig = None, None
-        elif info.si_code == os.CLD_EXITED:
-            returncode, sig = info.si_status, None
-        else:
-            returncode, sig = None, info.si_status
-        self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
-        self.exited.set()
-        if self._exit_grace is not None:
-            self._watcher.call_later(self._exit_grace, self._cut_output)
-        wake, self._exit_wake = self._exit_wake, None
-        if wake is not None:
-            wake()
-
-    def _on_stderr(self) -> None:
-        try:
-            chunk = os.read(self._stderr_fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if chunk:
-            buf = self._stderr
-            buf += chunk
-            limit = self._spec.stderr_limit
-            if len(buf) > limit:
-                del buf[: len(buf) - limit // 2]
-            return
-        assert self._watcher is not None
-        self._watcher.remove(self._stderr_fd)
-        self._stderr_fd = -1
-        self._stderr_done.set()
-
-    async def _drain_stderr(self) -> None:
-        """Background task: keep stderr in a bounded buffer (over the limit, keep the last half)."""
-        with trio.CancelScope(shield=True) as scope:
-            self._task_scopes.append(scope)
-            await self._drain_stderr_inner()
-
-    async def _drain_stderr_inner(self) -> None:
-        limit = self._spec.stderr_limit
-        buf = self._stderr
-        try:
-            while True:
-                chunk = await self._stderr_stream.receive_some(65536)
-                if not chunk:
-                    break
-                buf += chunk
-                if len(buf) > limit:
-                    del buf[: len(buf) - limit // 2]
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        finally:
-            self._stderr_done.set()
 
     async def _aclose_pipes(self) -> None:
         with trio.CancelScope(shield=True):

@@ -9,7 +9,7 @@ fast (well under a second for a codec of the built-in kind).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -17,145 +17,33 @@ import attrs
 from ..dialect import (
     AgentCodec,
     Dialect,
-    DocumentBlock,
     HostCodec,
-    ImageBlock,
-    InputError,
-    Interrupt,
     Shutdown,
     TextBlock,
     Turn,
 )
 from ..errors import AgentrtError
 from ..events import (
-    Diagnostic,
     Event,
-    ProcessExited,
-    RawEvent,
-    SessionStarted,
-    Status,
-    TextDelta,
-    ThinkingDelta,
-    ToolResult,
-    ToolUse,
     TurnCompleted,
-    TurnFailed,
-    Usage,
+)
+from ._dialect_samples import DEFAULT_SCRIPTS, DEFAULT_TURNS, NASTY_VALUES
+from ._dialect_wire import (
+    _agent_encode,
+    _decode_all,
+    _decode_input,
+    _deliver,
+    _fail,
+    _host_reads,
+    _roundtrip,
+    _short,
+    _split_lines,
+    _started,
+    _turn_lines,
+    normalize_events,
 )
 
 __all__ = ["check_dialect", "DEFAULT_SCRIPTS", "DEFAULT_TURNS", "NASTY_VALUES", "normalize_events"]
-
-#: JSON values a decoder meets sooner or later; none of them may make it raise.
-NASTY_VALUES: tuple[Any, ...] = (
-    None,
-    True,
-    False,
-    0,
-    -1,
-    2**63,
-    1.5,
-    1e308,
-    "",
-    "x",
-    "\u0000",
-    "\ufffd",
-    "é" * 3,
-    [],
-    [None],
-    {},
-    {"type": None},
-    {"type": 1},
-    {"type": ""},
-    {"type": []},
-    {"type": {}},
-    {"type": "\ufffd"},
-    {"type": "result"},
-    {"type": "result", "is_error": True},
-    {"type": "result", "usage": []},
-    {"type": "result", "usage": {"input_tokens": "12", "output_tokens": True}},
-    {"type": "system"},
-    {"type": "system", "subtype": "init"},
-    {"type": "system", "subtype": None},
-    {"type": "system", "subtype": "init", "session_id": 5},
-    {"type": "assistant"},
-    {"type": "assistant", "message": None},
-    {"type": "assistant", "message": {"content": "text"}},
-    {"type": "assistant", "message": {"content": [None, 1, "x", {"type": "tool_use"}]}},
-    {"type": "assistant", "message": {"content": [{"type": "text", "text": None}]}},
-    {"type": "user", "message": {"content": [{"type": "tool_result"}]}},
-    {"type": "stream_event"},
-    {"type": "stream_event", "event": []},
-    {"type": "stream_event", "event": {"type": "content_block_delta", "delta": None}},
-    {
-        "type": "stream_event",
-        "event": {"type": "content_block_delta", "index": "0", "delta": {"type": "text_delta", "text": 1}},
-    },
-    {
-        "type": "stream_event",
-        "event": {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use"}},
-    },
-    {
-        "type": "stream_event",
-        "event": {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "input_json_delta", "partial_json": '{"a"'},
-        },
-    },
-    {"type": "stream_event", "event": {"type": "content_block_stop", "index": 0}},
-    {"type": "content_block_delta", "index": -1, "delta": {"type": "text_delta", "text": ""}},
-    {"type": "content_block_start", "content_block": None},
-    {"type": "message_delta", "usage": 3},
-    {"type": "rate_limit_event", "rate_limit_info": "rejected"},
-    {"type": "control_request"},
-    {"type": "control_request", "request_id": 1, "request": {"subtype": "can_use_tool"}},
-    {"type": "control_request", "request_id": "r", "request": []},
-    {"type": "shutdown"},
-    {"type": "user", "message": {"role": "user", "content": 7}},
-)
-
-_SID = "session-0123456789"
-
-#: Event scripts every built-in dialect can express (agent encode → host decode gives them back).
-DEFAULT_SCRIPTS: tuple[tuple[Event, ...], ...] = (
-    (
-        SessionStarted(session_id=_SID, model="model-a"),
-        TextDelta(text="Hello, "),
-        TextDelta(text="world. ✓ 日本語"),
-        TurnCompleted(session_id=_SID, usage=Usage(input_tokens=12, output_tokens=8), result="Hello"),
-    ),
-    (
-        SessionStarted(session_id=_SID, model=None),
-        TextDelta(text="I will read it."),
-        ToolUse(id="toolu_1", name="Read", input={"file_path": "/tmp/a b/c.py"}, summary="Reading c.py"),
-        TextDelta(text="Done."),
-        TurnCompleted(
-            session_id=_SID,
-            usage=Usage(input_tokens=3, output_tokens=1, cache_read_input_tokens=100),
-            result=None,
-        ),
-        TextDelta(text="second turn"),
-        TurnFailed(code="provider_http_500", message="the provider failed", usage=None),
-    ),
-    (
-        SessionStarted(session_id=_SID, model="m"),
-        TurnFailed(code="provider_timeout", message=""),
-    ),
-)
-
-#: Turns every built-in dialect can carry.
-DEFAULT_TURNS: tuple[Turn, ...] = (
-    Turn.text("hello"),
-    Turn.text(""),
-    Turn.text('quotes " and \\ and \n newlines, ünïcödé, emoji 🙂, \u2028 separators'),
-    Turn(
-        content=(
-            ImageBlock(media_type="image/png", data="iVBORw0KGgo="),
-            DocumentBlock(media_type="application/pdf", data="JVBERi0xLjQ="),
-            TextBlock(text="describe these"),
-        )
-    ),
-)
 
 
 @attrs.frozen
@@ -163,74 +51,6 @@ class _AlienBlock:
     """A content block no dialect knows (stands for any future block type)."""
 
     payload: str = "x"
-
-
-def _fail(name: str, message: str) -> AssertionError:
-    return AssertionError(f"check_dialect({name!r}): {message}")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def normalize_events(events: Iterable[Event]) -> list[Event]:
-    """Events as the round-trip compares them.
-
-    ``RawEvent`` (uninterpreted extras) is dropped; consecutive text (or
-    thinking) deltas are joined into one with index 0, since a dialect may
-    legitimately merge or split them; empty deltas are dropped.
-    """
-    out: list[Event] = []
-    for ev in events:
-        if isinstance(ev, RawEvent):
-            continue
-        if isinstance(ev, (TextDelta, ThinkingDelta)):
-            if not ev.text:
-                continue
-            last = out[-1] if out else None
-            if last is not None and type(last) is type(ev):
-                out[-1] = type(ev)(text=last.text + ev.text)
-            else:
-                out.append(type(ev)(text=ev.text))
-            continue
-        out.append(ev)
-    return out
-
-
-def _json_roundtrip(name: str, obj: Any) -> Any:
-    import orjson
-
-    try:
-        return orjson.loads(orjson.dumps(obj))
-    except (TypeError, orjson.JSONDecodeError) as exc:
-        raise _fail(name, f"agent encode produced an object that is not JSON: {_short(obj)} ({exc})") from None
-
-
-def _decode_all(name: str, codec: HostCodec, values: Iterable[Any], *, finish: bool = True) -> list[Event]:
-    events: list[Event] = []
-    for value in values:
-        try:
-            got = codec.decode(value)
-        except Exception as exc:
-            raise _fail(name, f"decode raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
-        if not isinstance(got, (list, tuple)):
-            raise _fail(name, f"decode must return a list or tuple, got {type(got).__name__}")
-        for ev in got:
-            if not isinstance(ev, Event):
-                raise _fail(name, f"decode produced {_short(ev)}, not an agentrt Event, on {_short(value)}")
-        events.extend(got)
-    if not finish:
-        return events
-    try:
-        tail = codec.finish()
-    except Exception as exc:
-        raise _fail(name, f"finish raised {type(exc).__name__}: {exc}") from exc
-    for ev in tail:
-        if not isinstance(ev, Event):
-            raise _fail(name, f"finish produced {_short(ev)}, not an agentrt Event")
-    events.extend(tail)
-    return events
 
 
 # -- the seeded fuzz ------------------------------------------------------------------
@@ -493,147 +313,3 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
     compare("decode_batch", read(batch=True, typed=False), reference)
     if instance.host_codec().line_loader is not None:
         compare("line_loader", read(batch=True, typed=True), reference)
-
-
-#: The turn the round trip sends before a script and between its turns.
-_ROUND_TRIP_TURN = Turn.text("go on")
-#: Messages each side may owe the other before a turn reaches the agent (a handshake is a few).
-_MAX_EXCHANGES = 16
-
-
-def _started(host: HostCodec) -> HostCodec:
-    # As the host path does before spawning: a new session, no model asked for.
-    host.start(resume=None, model=None, cwd="/")
-    return host
-
-
-def _agent_encode(name: str, agent: AgentCodec, event: Event) -> list[Any]:
-    try:
-        objects = agent.encode(event)
-    except Exception as exc:
-        raise _fail(name, f"agent encode raised {type(exc).__name__}: {exc} on {_short(event)}") from exc
-    return _agent_objects(name, "agent encode", objects)
-
-
-def _agent_objects(name: str, what: str, objects: Any) -> list[Any]:
-    out = []
-    for obj in objects:
-        if not isinstance(obj, Mapping):
-            raise _fail(name, f"{what} must produce mappings, got {_short(obj)}")
-        out.append(_json_roundtrip(name, obj))
-    return out
-
-
-def _host_reads(name: str, host: HostCodec, objects: list[Any]) -> list[Event]:
-    return _decode_all(name, host, objects, finish=False)
-
-
-def _deliver(name: str, host: HostCodec, agent: AgentCodec, turn: Turn) -> tuple[list[Any], list[Event]]:
-    """Send ``turn`` from host to agent, each side's ``drain_output`` fed to the other until neither owes more.
-
-    Returns what the agent's ``decode_input`` gave and the events the host
-    decoded on the way (a handshake's).
-    """
-    pending = _turn_lines(name, host, turn)
-    inputs: list[Any] = []
-    events: list[Event] = []
-    for _ in range(_MAX_EXCHANGES):
-        inputs.extend(_decode_input(name, agent, obj) for obj in pending)
-        try:
-            owed = agent.drain_output()
-        except Exception as exc:
-            raise _fail(name, f"agent drain_output raised {type(exc).__name__}: {exc}") from exc
-        owed = _agent_objects(name, "agent drain_output", owed)
-        if not owed:
-            return inputs, events
-        events.extend(_host_reads(name, host, owed))
-        try:
-            data = host.drain_output()
-        except Exception as exc:
-            raise _fail(name, f"host drain_output raised {type(exc).__name__}: {exc}") from exc
-        pending = [] if data is None else _split_lines(name, "drain_output", data)
-        if not pending:
-            return inputs, events
-    raise _fail(name, f"host and agent codecs still owed each other messages after {_MAX_EXCHANGES} exchanges")
-
-
-def _split_lines(name: str, what: str, data: Any) -> list[Any]:
-    import orjson
-
-    if not isinstance(data, bytes):
-        raise _fail(name, f"{what} must return bytes, got {type(data).__name__}")
-    if not data.endswith(b"\n"):
-        raise _fail(name, f"{what} output must end with a newline: {_short(data)}")
-    out = []
-    for line in data[:-1].split(b"\n"):
-        if not line.strip():
-            raise _fail(name, f"{what} output has a blank line: {_short(data)}")
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            raise _fail(name, f"{what} output line is not JSON: {_short(line)}") from None
-    return out
-
-
-def _turn_lines(name: str, host: HostCodec, turn: Turn) -> list[Any]:
-    try:
-        data = host.encode_turn(turn)
-    except Exception as exc:
-        raise _fail(name, f"encode_turn raised {type(exc).__name__}: {exc} on {_short(turn)}") from exc
-    return _split_lines(name, "encode_turn", data)
-
-
-def _decode_input(name: str, agent: AgentCodec, value: Any) -> Any:
-    try:
-        got = agent.decode_input(value)
-    except Exception as exc:
-        raise _fail(name, f"decode_input raised {type(exc).__name__}: {exc} on {_short(value)}") from exc
-    if got is not None and not isinstance(got, (Turn, Shutdown, Interrupt, InputError)):
-        raise _fail(name, f"decode_input returned {_short(got)}, not Turn/Shutdown/Interrupt/InputError/None")
-    if isinstance(got, InputError) and not (isinstance(got.code, str) and got.code):
-        raise _fail(name, "an InputError needs a non-empty code")
-    return got
-
-
-def _roundtrip(name: str, instance: Dialect, script: Sequence[Event]) -> None:
-    agent, host = instance.agent_codec(), _started(instance.host_codec())
-    _, opening = _deliver(name, host, agent, _ROUND_TRIP_TURN)
-    decoded: list[Event] = []
-    for n, event in enumerate(script):
-        decoded.extend(_host_reads(name, host, _agent_encode(name, agent, event)))
-        if isinstance(event, (TurnCompleted, TurnFailed)) and n + 1 < len(script):
-            decoded.extend(_deliver(name, host, agent, _ROUND_TRIP_TURN)[1])  # the next turn
-    # A handshake that fails is as wrong as a diagnostic; a script's own failures are compared below.
-    unexpected = [ev for ev in opening if isinstance(ev, (Diagnostic, TurnFailed))]
-    unexpected += [ev for ev in decoded if isinstance(ev, Diagnostic)]
-    if unexpected:
-        raise _fail(name, f"round trip produced diagnostics: {_short(unexpected)}")
-    want: list[Event] = list(script)
-    if instance.session_in_band:
-        opened = [ev for ev in (*opening, *decoded) if isinstance(ev, SessionStarted)]
-        if len(opened) != 1:
-            raise _fail(name, f"the handshake must open exactly one session, it gave {_short(opened)}")
-        sid = opened[0].session_id
-        want = [
-            attrs.evolve(ev, session_id=sid) if isinstance(ev, TurnCompleted) and ev.session_id is None else ev
-            for ev in want
-            if not isinstance(ev, SessionStarted)
-        ]
-        decoded = [ev for ev in decoded if not isinstance(ev, SessionStarted)]
-    else:
-        decoded = [*opening, *decoded]
-    want, got = normalize_events(want), normalize_events(decoded)
-    if want != got:
-        raise _fail(name, f"round trip changed the events:\n  sent    {_short(want)}\n  decoded {_short(got)}")
-    # Events a dialect need not express must still encode without raising.
-    for other in (
-        Status(kind="status", label="x"),
-        ProcessExited(returncode=0),
-        RawEvent(name="x"),
-        ToolResult(tool_use_id="t", content="c"),
-        Diagnostic(code="c"),
-    ):
-        try:
-            agent.encode(other)
-        except Exception as exc:
-            raise _fail(name, f"agent encode raised {type(exc).__name__} on {_short(other)}") from exc

@@ -1,0 +1,249 @@
+"""stream-json host side: the streamed deltas (``stream_event`` lines), text deltas on the hot path.
+
+A mixin of :class:`agentrt_stream_json._host.StreamJsonHostCodec` (the state
+stays on the codec): :meth:`decode_batch` inlines text-delta lines, the other
+raw events record what was streamed so that the complete ``assistant`` line
+adds only the rest (:mod:`agentrt_stream_json._host_messages`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from agentrt.dialect import make_text_delta
+from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
+from agentrt.labels import tool_label
+
+from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody
+
+__all__: list[str] = []
+
+_NO_EVENTS: tuple[Event, ...] = ()
+_UNSET = object()
+
+
+class _StreamedDeltas:
+    """Streamed raw events: text, thinking and tool-input deltas, message and block starts and stops."""
+
+    _message_id: Any
+    _streamed: dict[tuple[str, Any], dict[int, list[str]]]
+    _text_msg: Any
+    _text_blocks: dict[int, list[str]]
+    _tool_blocks: dict[tuple[Any, int], list[Any]]
+    _tools_emitted: set[str]
+
+    if TYPE_CHECKING:
+
+        def decode(self, obj: Any) -> Sequence[Event]: ...
+
+        def _typed_line(self, typed: Any, line: bytes) -> Sequence[Event]: ...
+
+    # -- streamed raw events -----------------------------------------------
+    def _bare_raw(self, obj: dict[str, Any]) -> Sequence[Event]:
+        return self._raw_event(obj, obj)
+
+    def _stream_event(self, obj: dict[str, Any]) -> Sequence[Event]:
+        ev = obj.get("event")
+        if type(ev) is not dict:
+            return (RawEvent(name="stream_event", raw=obj),)
+        # Text deltas one object at a time take the general path; the per-chunk
+        # hot path (decode_batch) inlines them.
+        return self._raw_event(obj, ev)
+
+    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
+        """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
+
+        Text deltas are most lines of a streaming reply; handling them here
+        saves two calls and a tuple per line (the host path's budget is about a
+        microsecond and a half per line, JSON parsing included).  Same events
+        as calling :meth:`decode` per object.  A ``(StreamDelta, line)`` pair
+        from :attr:`line_loader` is a delta line decoded typed: its events carry
+        the line itself as ``raw`` (bytes, parsed on first read).
+        """
+        out: list[Event] = []
+        append = out.append
+        decode = self.decode
+        make = make_text_delta
+        # The codec's streaming state, in locals for the loop (refreshed after
+        # every line the general path handles).
+        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+        for obj in objs:
+            # Either path below finds (text, index, message id, raw) of a text
+            # delta, or hands the line to the general path and goes on.
+            if type(obj) is tuple:  # decoded typed by line_loader
+                typed, raw = obj
+                if type(typed) is not StreamDelta:
+                    out.extend(self._typed_line(typed, raw))
+                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                    continue
+                ev = typed.event
+                delta = ev.delta
+                if type(delta) is not TextDeltaBody:
+                    out.extend(self._typed_delta(typed, raw))
+                    continue
+                text = delta.text
+                if not text:
+                    continue
+                index = ev.index
+                msg = typed.api_message_id
+            else:
+                # Subscripts, not .get: a JSON value that is not an object raises
+                # TypeError on a string key, a missing key KeyError, and either
+                # sends the line down the general path, as does any other shape.
+                text = None
+                try:
+                    if obj["type"] == "stream_event":
+                        ev = obj["event"]
+                        if ev["type"] == "content_block_delta":
+                            delta = ev["delta"]
+                            if delta["type"] == "text_delta":
+                                text, index = delta["text"], ev["index"]
+                                msg = obj.get("api_message_id")
+                except (KeyError, TypeError):
+                    text = None
+                # A message id of another JSON type (even an unhashable one) takes
+                # the general path, which treats it the same way.
+                if not (type(text) is str and text and type(index) is int and (msg is None or type(msg) is str)):
+                    out.extend(decode(obj))
+                    # The general path may have started a message or ended the turn.
+                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                    continue
+                raw = obj
+            msg = msg or message_id
+            if msg != text_msg:
+                text_msg, blocks = msg, self._text_message(msg)
+            parts = blocks.get(index)
+            if parts is None:
+                blocks[index] = [text]
+            else:
+                parts.append(text)
+            append(make(text, index, raw))
+        return out
+
+    def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
+        # The other delta kinds, as _raw_event handles them.
+        ev = typed.event
+        delta = ev.delta
+        msg = typed.api_message_id or self._message_id
+        if type(delta) is ThinkingDeltaBody:
+            text = delta.thinking
+            if not text:
+                return _NO_EVENTS
+            blocks = self._streamed.setdefault(("thinking", msg), {})
+            blocks.setdefault(ev.index, []).append(text)
+            return (ThinkingDelta(text=text, index=ev.index, raw=line),)
+        if type(delta) is JsonDelta:
+            block = self._tool_blocks.get((msg, ev.index))
+            if block is not None:
+                block[2].append(delta.partial_json)
+        return _NO_EVENTS  # input_json_delta, signature_delta
+
+    def _text_message(self, msg: Any) -> dict[int, list[str]]:
+        # The message streamed before is kept until its complete line or the
+        # turn's end: as one string per block, not one object per delta (a
+        # third of the memory for short deltas).
+        for index, parts in self._text_blocks.items():
+            if len(parts) > 1:
+                self._text_blocks[index] = ["".join(parts)]
+        blocks = self._streamed.setdefault(("text", msg), {})
+        self._text_msg, self._text_blocks = msg, blocks
+        return blocks
+
+    def _raw_event(self, obj: dict[str, Any], ev: dict[str, Any]) -> Sequence[Event]:
+        etype = ev.get("type")
+        if etype == "content_block_delta":  # the hot path: most lines are text deltas
+            delta = ev.get("delta")
+            index = ev.get("index")
+            if type(index) is not int:
+                index = 0
+            if type(delta) is dict:
+                dtype = delta.get("type")
+                if dtype == "text_delta":
+                    text = delta.get("text")
+                    if type(text) is str:
+                        if not text:
+                            return _NO_EVENTS
+                        self._record("text", obj, index, text)
+                        return (TextDelta(text=text, index=index, raw=obj),)
+                elif dtype == "input_json_delta":
+                    piece = delta.get("partial_json")
+                    block = self._tool_blocks.get((self._msg(obj), index))
+                    if block is not None and type(piece) is str:
+                        block[2].append(piece)
+                    return _NO_EVENTS
+                elif dtype == "thinking_delta":
+                    text = delta.get("thinking")
+                    if type(text) is str:
+                        if not text:
+                            return _NO_EVENTS
+                        self._record("thinking", obj, index, text)
+                        return (ThinkingDelta(text=text, index=index, raw=obj),)
+                elif dtype == "signature_delta":
+                    return _NO_EVENTS
+            return (RawEvent(name="stream_event/content_block_delta", raw=obj),)
+        if etype == "message_start":
+            message = ev.get("message")
+            if isinstance(message, dict):
+                self._message_id = message.get("id")
+            return _NO_EVENTS
+        if etype == "content_block_start":
+            block = ev.get("content_block")
+            index = ev.get("index")
+            if isinstance(block, dict) and block.get("type") == "tool_use" and type(index) is int:
+                tool_id = block.get("id")
+                name = block.get("name")
+                self._tool_blocks[(self._msg(obj), index)] = [
+                    tool_id if isinstance(tool_id, str) else "",
+                    name if isinstance(name, str) and name else "tool",
+                    [],
+                ]
+            return _NO_EVENTS
+        if etype == "content_block_stop":
+            index = ev.get("index")
+            pending = self._tool_blocks.pop((self._msg(obj), index), None) if type(index) is int else None
+            if pending is not None and pending[0] not in self._tools_emitted:
+                return self._streamed_tool(obj, pending)
+            return _NO_EVENTS
+        if etype == "message_delta" or etype == "message_stop":
+            # Not a terminal here, and its usage is per API call: the result's counts the turn.
+            return _NO_EVENTS
+        return (RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),)
+
+    def _msg(self, obj: dict[str, Any]) -> Any:
+        # The capture's CLI names the message on every stream_event; older
+        # ones only in message_start.
+        return obj.get("api_message_id") or self._message_id
+
+    def _record(self, kind: str, obj: dict[str, Any], index: int, text: str) -> None:
+        blocks = self._streamed.setdefault((kind, self._msg(obj)), {})
+        parts = blocks.get(index)
+        if parts is None:
+            blocks[index] = [text]
+        else:
+            parts.append(text)
+
+    def _streamed_tool(self, obj: dict[str, Any], pending: list[Any]) -> Sequence[Event]:
+        tool_id, name, pieces = pending
+        source = "".join(pieces)
+        events: list[Event] = []
+        tool_input: Any = {}
+        if source.strip():
+            try:
+                tool_input = orjson.loads(source)
+            except orjson.JSONDecodeError:
+                events.append(
+                    Diagnostic(
+                        code="invalid_tool_input_json",
+                        detail=f"streamed input of {name} is not JSON",
+                        raw=obj,
+                    )
+                )
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+        if tool_id:
+            self._tools_emitted.add(tool_id)
+        events.append(ToolUse(id=tool_id, name=name, input=tool_input, summary=tool_label(name, tool_input), raw=obj))
+        return events

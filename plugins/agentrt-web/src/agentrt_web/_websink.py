@@ -1,0 +1,263 @@
+"""What a thread's events look like in the browser: :class:`WebSink` and the turn in flight.
+
+A projection of the events, never the events themselves: tool steps carry
+their bounded label (``ToolUse.summary``), not their input; diagnostics carry
+their code; raw protocol objects never leave the server.  Text frames are
+paced per display refresh, and the Markdown of a streaming reply is rendered
+at a bounded rate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from agentrt.events import (
+    Diagnostic,
+    EventBatch,
+    ProcessExited,
+    SessionStarted,
+    Status,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+from agentrt.labels import tool_label
+
+from ._hub import Hub, sse_frame
+from ._render import render_markdown, utf16_len
+
+__all__ = ["WebSink", "LiveState", "frame_interval"]
+
+#: At most one text frame per this interval while a reply streams (a display refresh):
+#: text arriving meanwhile is held and sent as one, so pages cost the same whatever the
+#: agent's line rate.  The first text of a burst, and anything but text, go out at once.
+FRAME_INTERVAL = 1 / 20
+#: Text frames per second for all of a thread's pages together: with many pages open the
+#: interval grows (each frame is a write per page), up to :data:`MAX_FRAME_INTERVAL`.
+FRAME_BUDGET = 500
+MAX_FRAME_INTERVAL = 1 / 4
+#: While a reply streams, its Markdown so far is rendered at most this often (shared by all
+#: of the thread's pages); a render that took long stretches the interval to 10x its cost.
+MD_INTERVAL = 0.25
+#: Past this length the reply streams as plain text until it ends (rendering it live would cost too much).
+MD_LIVE_MAX = 200_000
+
+
+def frame_interval(pages: int) -> float:
+    """Seconds between text frames for a thread that ``pages`` streams watch."""
+    return min(MAX_FRAME_INTERVAL, max(FRAME_INTERVAL, pages / FRAME_BUDGET))
+
+
+@attrs.define
+class LiveState:
+    """What the page needs to draw a turn in flight (also rendered on reload)."""
+
+    turn: int | None = None
+    prompt: str = ""
+    text: list[str] = attrs.Factory(list)
+    steps: list[dict[str, Any]] = attrs.Factory(list)
+    status: str = ""
+    started_mono: float = 0.0
+
+    def public(self) -> dict[str, Any]:
+        """JSON for the page."""
+        return {"turn": self.turn, "prompt": self.prompt, "text": "".join(self.text), "steps": self.steps,
+                "status": self.status}
+
+
+def _usage(u: Any) -> dict[str, int] | None:
+    return u.to_dict() if u is not None else None
+
+
+class WebSink:
+    """Projects one thread's event batches to browser messages on ``thread:<name>``."""
+
+    name = "web"
+    policy = "coalesce"
+    buffer_size = 64
+
+    def __init__(self, hub: Hub, thread: str, nursery: trio.Nursery | None = None) -> None:
+        self.hub = hub
+        self.thread = thread
+        self.topic = f"thread:{thread}"
+        self.live = LiveState()
+        # Text waiting for the next frame (pacing needs ``nursery`` for its flush task).
+        self._nursery = nursery
+        self._held: list[str] = []
+        self._held_wall = 0.0
+        self._flush_pending = False
+        self._next_text_frame = 0.0
+        #: Terminal messages delivered so far (tests wait on them).
+        self.terminals = 0
+        self._md_pending = False
+        self._next_md = 0.0
+
+    async def handle(self, batch: EventBatch) -> None:
+        """Project one batch; publish it now, or hold its text for the next frame."""
+        out: list[dict[str, Any]] = []
+        live = self.live
+        pieces: list[str] = []  # consecutive text, joined once (a chunk can hold ~1000 deltas)
+        for ev in batch.events:
+            cls = type(ev)
+            if cls is TextDelta:
+                pieces.append(ev.text)  # type: ignore[attr-defined]
+                continue
+            if pieces:
+                self._text(out, pieces)
+                pieces = []
+            if cls is TurnStarted:
+                live.turn = ev.turn  # type: ignore[attr-defined]
+                live.prompt = ev.prompt  # type: ignore[attr-defined]
+                live.text, live.steps, live.status = [], [], ""
+                live.started_mono = batch.mono
+                out.append({"k": "turn_started", "turn": live.turn, "prompt": live.prompt})
+            elif cls is ToolUse:
+                out.append({"k": "tool", **self._step(ev)})
+            elif cls is ToolResult:
+                tid = ev.tool_use_id  # type: ignore[attr-defined]
+                state = "error" if ev.is_error else "done"  # type: ignore[attr-defined]
+                for step in live.steps:
+                    if step["id"] == tid:
+                        step["state"] = state
+                out.append({"k": "tool_result", "id": tid, "state": state})
+            elif cls is Status:
+                label = _status_label(ev)
+                live.status = label
+                out.append({"k": "status", "kind": ev.kind, "label": label})  # type: ignore[attr-defined]
+            elif cls is TurnCompleted or cls is TurnFailed:
+                out.append(await self._terminal(ev, batch))
+            elif cls is SessionStarted:
+                out.append({"k": "session", "model": ev.model})  # type: ignore[attr-defined]
+            elif cls is Diagnostic:
+                out.append({"k": "diagnostic", "code": ev.code})  # type: ignore[attr-defined]
+            elif cls is ProcessExited:
+                out.append({"k": "exited", "requested": ev.requested})  # type: ignore[attr-defined]
+        if pieces:
+            self._text(out, pieces)
+        if not out:
+            return
+        now = trio.current_time()
+        text_only = len(out) == 1 and out[0]["k"] == "text"
+        if text_only and self._nursery is not None and (self._held or now < self._next_text_frame):
+            # Pace text: hold it for the next frame (a display refresh) instead of sending a
+            # frame per chunk.  Holding here, rather than awaiting, keeps this sink fast, so the
+            # conversation never has to merge batches for it.
+            if not self._held:
+                self._held_wall = batch.wall
+            self._held.append(out[0]["text"])
+            if not self._flush_pending:
+                self._flush_pending = True
+                self._nursery.start_soon(self._flush_later)
+            return
+        self._publish(out, batch.wall, now)
+
+    def _step(self, ev: Any) -> dict[str, Any]:
+        # A streaming dialect reports a call twice (at its start, then with its input): one step,
+        # relabelled.  The label is the dialect's bounded summary, else the runtime's own.
+        label = ev.summary or tool_label(ev.name, ev.input)
+        for step in self.live.steps:
+            if step["id"] == ev.id and ev.id:
+                step["label"] = label
+                return step
+        step = {"id": ev.id, "label": label, "state": "running"}
+        self.live.steps.append(step)
+        return step
+
+    def _text(self, out: list[dict[str, Any]], pieces: list[str]) -> None:
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        if not self.live.text:
+            # The first words go out as text: a rendering pays off once there is some to render.
+            self._next_md = trio.current_time() + MD_INTERVAL
+        self.live.text.append(text)
+        out.append({"k": "text", "text": text})
+        if not self._md_pending and self._nursery is not None:
+            self._md_pending = True
+            self._nursery.start_soon(self._render_later, self.live)
+
+    def _publish(self, out: list[dict[str, Any]], wall: float, now: float) -> None:
+        if self._held:
+            # Held text goes first: the page sees everything in order.
+            out.insert(0, {"k": "text", "text": "".join(self._held)})
+            wall = self._held_wall
+            self._held = []
+        if any(m["k"] == "text" for m in out):
+            self._next_text_frame = now + frame_interval(self.hub.subscribers(self.topic))
+        # ``t`` is when the runtime decoded the (first) chunk: the page-latency benchmark reads it.
+        self.hub.publish(self.topic, sse_frame({"t": wall, "m": out}))
+
+    async def _flush_later(self) -> None:
+        try:
+            await trio.sleep_until(self._next_text_frame)
+        finally:
+            self._flush_pending = False
+        if self._held:
+            self._publish([], self._held_wall, trio.current_time())
+
+    async def _render_later(self, live: LiveState) -> None:
+        """Send the Markdown of the reply so far (``md``): the page shows it, plus the text after it."""
+        pieces = 0
+        try:
+            await trio.sleep_until(self._next_md)
+            pieces = len(live.text)
+            text = "".join(live.text)
+            if self.live is not live or len(text) > MD_LIVE_MAX or not self.hub.subscribers(self.topic):
+                return  # (a page that opens later is drawn with the reply so far already rendered)
+            began = trio.current_time()
+            html = render_markdown(text) if len(text) < 20_000 else await trio.to_thread.run_sync(render_markdown, text)
+            now = trio.current_time()
+            self._next_md = now + max(MD_INTERVAL, 10 * (now - began))
+        finally:
+            self._md_pending = False
+        if self.live is not live:
+            return  # the turn ended meanwhile: its final rendering is already on its way
+        # ``n`` counts UTF-16 code units, as the page's strings do: the page keeps the text after it.
+        self._publish([{"k": "md", "turn": live.turn, "html": html, "n": utf16_len(text)}], time.time(), now)
+        if len(live.text) > pieces and self._nursery is not None:
+            self._md_pending = True  # text that arrived while rendering gets the next one
+            self._nursery.start_soon(self._render_later, live)
+
+    async def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
+        live = self.live
+        reply = "".join(live.text)
+        if not reply and isinstance(ev, TurnCompleted) and ev.result:
+            reply = ev.result
+        # A long reply's Markdown is real CPU work: render it off the trio thread.
+        html = render_markdown(reply) if len(reply) < 20_000 else await trio.to_thread.run_sync(render_markdown, reply)
+        msg: dict[str, Any] = {
+            "k": "done" if isinstance(ev, TurnCompleted) else "failed",
+            "turn": live.turn,
+            "html": html,
+            "usage": _usage(ev.usage),
+            "duration": round(max(0.0, batch.mono - live.started_mono), 3) if live.turn is not None else None,
+        }
+        if isinstance(ev, TurnFailed):
+            msg["code"] = ev.code
+            msg["message"] = ev.message[:500]
+        # A step the agent never reported a result for is closed with its turn.
+        closed = "done" if isinstance(ev, TurnCompleted) else "stopped"
+        msg["steps"] = [s["id"] for s in live.steps if s["state"] == "running"]
+        msg["step_state"] = closed
+        self.live = LiveState()
+        self.terminals += 1
+        return msg
+
+    async def aclose(self) -> None:
+        """Nothing to flush: browsers reload state from the server."""
+
+
+def _status_label(ev: Any) -> str:
+    kind = ev.kind
+    if kind == "rate_limit":
+        resets = ev.detail.get("resetsAt") if isinstance(ev.detail, Mapping) else None
+        return f"Rate limited{f' (resets at {resets})' if isinstance(resets, (int, str)) else ''}; waiting"
+    if "retry" in str(kind) or "retry" in str(ev.label).lower():
+        return f"Retrying: {ev.label}" if ev.label else "Retrying"
+    return str(ev.label or kind)[:120]
