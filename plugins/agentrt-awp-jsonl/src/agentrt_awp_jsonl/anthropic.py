@@ -73,6 +73,7 @@ __all__ = [
     "tool_use_event",
     "tool_results",
     "usage_of",
+    "dispatch",
     "not_an_object",
     "untyped",
     "shape_error",
@@ -242,6 +243,24 @@ def untyped(kind: Any, obj: Any) -> tuple[Event, ...]:
 def shape_error(kind: Any, exc: Exception, obj: Any) -> tuple[Event, ...]:
     """The diagnostic for a handler that met a shape no branch foresaw (the object is kept)."""
     return (Diagnostic(code="unexpected_output_shape", detail=f"{kind}: {type(exc).__name__}", raw=obj),)
+
+
+def dispatch(handlers: Mapping[str, Callable[[dict[str, Any]], Sequence[Event]]], obj: Any) -> Sequence[Event]:
+    """Events for one parsed output object by its ``type``: the handler's, else a raw event or a diagnostic.
+
+    Never raises: a handler that meets a shape no branch foresaw gives a
+    :func:`shape_error` diagnostic that keeps the object.
+    """
+    if type(obj) is not dict:
+        return not_an_object(obj)
+    kind = obj.get("type")
+    handler = handlers.get(kind) if type(kind) is str else None
+    if handler is None:
+        return untyped(kind, obj)
+    try:
+        return handler(obj)
+    except Exception as exc:  # a shape no branch foresaw: say so, keep the object
+        return shape_error(kind, exc, obj)
 
 
 def session_started(obj: Mapping[str, Any]) -> SessionStarted | Diagnostic:

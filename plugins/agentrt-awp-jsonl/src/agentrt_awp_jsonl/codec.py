@@ -46,19 +46,17 @@ from .anthropic import (
     TextDeltaBody,
     ThinkingDeltaBody,
     decode_user_input,
+    dispatch,
     encode_user_line,
     failure_code,
     failure_message,
     init_object,
     load_block_delta,
-    not_an_object,
     session_started,
-    shape_error,
     tool_result_object,
     tool_results,
     tool_use_block,
     tool_use_event,
-    untyped,
     usage_of,
 )
 
@@ -149,16 +147,7 @@ class AwpHostCodec(HostCodec):
         """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
         if type(obj) is tuple:
             return self.decode_batch((obj,))
-        if type(obj) is not dict:
-            return not_an_object(obj)
-        kind = obj.get("type")
-        handler = self._dispatch.get(kind) if type(kind) is str else None
-        if handler is None:
-            return untyped(kind, obj)
-        try:
-            return handler(obj)
-        except Exception as exc:  # a shape no branch foresaw: say so, keep the object
-            return shape_error(kind, exc, obj)
+        return dispatch(self._dispatch, obj)
 
     # handlers
     def _nothing(self, obj: dict[str, Any]) -> Sequence[Event]:

@@ -21,12 +21,10 @@ from agentrt.events import (
 from agentrt.permissions import PermissionDecision
 from agentrt_awp_jsonl.anthropic import (
     SHUTDOWN_LINE,
+    dispatch,
     encode_user_line,
-    not_an_object,
     session_started,
-    shape_error,
     tool_results,
-    untyped,
 )
 
 from ._host_messages import _CompleteMessages
@@ -114,16 +112,7 @@ class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
         """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
         if type(obj) is tuple:
             return self.decode_batch((obj,))
-        if type(obj) is not dict:
-            return not_an_object(obj)
-        kind = obj.get("type")
-        handler = self._dispatch.get(kind) if type(kind) is str else None
-        if handler is None:
-            return untyped(kind, obj)
-        try:
-            return handler(obj)
-        except Exception as exc:  # a shape no branch foresaw: say so, keep the object
-            return shape_error(kind, exc, obj)
+        return dispatch(self._dispatch, obj)
 
     # -- control requests -------------------------------------------------
     def encode_interrupt(self) -> bytes:
