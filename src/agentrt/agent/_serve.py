@@ -30,12 +30,13 @@ import trio
 from .._framing import encode_line
 from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Interrupt, Shutdown, TextBlock, Turn
 from ..errors import AgentrtError
-from ..events import Event, SessionStarted, TextDelta, ToolUse, TurnCompleted, TurnFailed
-from ..provider import Provider, ToolCall
+from ..events import SessionStarted, TurnCompleted, TurnFailed
+from ..provider import Provider
 from ..tools import Tool
 from . import _config, _history
 from ._io import ByteSink, ByteSource, Oversized, read_lines
 from ._loop import public_code, run_turn
+from ._printer import Printer
 
 __all__ = ["serve", "startup_error_line", "DOCUMENT_FALLBACK"]
 
@@ -57,91 +58,6 @@ def _log(message: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-class _Printer:
-    """Encodes events through the dialect and writes them, one write per batch.
-
-    A batch is what one event produces (the first delta of a block comes with
-    the dialect's block-start line, in the same write).  A write is shielded
-    from the turn's cancellation, so an interrupt can never leave half a line
-    on stdout; only :meth:`abort` (SIGTERM) cuts a write short.  The sink's
-    lock keeps batches whole when the input reader prints a control response.
-    """
-
-    def __init__(self, codec: AgentCodec, sink: ByteSink) -> None:
-        self._codec = codec
-        self._sink = sink
-        self._pending: list[bytes] = []
-        self._writing: trio.CancelScope | None = None
-        #: Whether :meth:`abort` was called.
-        self.aborted = False
-        #: The text printed in the current turn (what an interrupt keeps).
-        self.turn_text: list[str] = []
-        #: Whether the current turn's result is printed (or being written).
-        self.turn_ended = False
-
-    def start_turn(self) -> None:
-        """A new turn begins: forget the last one's text and result."""
-        self.turn_text = []
-        self.turn_ended = False
-
-    def abort(self) -> None:
-        """End the write in progress, and refuse later ones (the process is stopping)."""
-        self.aborted = True
-        if self._writing is not None:
-            self._writing.cancel()
-
-    async def _write(self, data: bytes) -> None:
-        if self.aborted:
-            raise trio.BrokenResourceError("the agent is stopping")
-        with trio.CancelScope(shield=True) as scope:
-            self._writing = scope
-            try:
-                await self._sink.send_all(data)
-            finally:
-                self._writing = None
-        if scope.cancelled_caught:
-            raise trio.BrokenResourceError("the agent is stopping")
-
-    def _add(self, event: Event) -> None:
-        if isinstance(event, (TurnCompleted, TurnFailed)):
-            self.turn_ended = True
-        for obj in self._codec.encode(event):
-            self._pending.append(encode_line(obj))
-
-    async def flush(self) -> None:
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            await self._write(data)
-
-    async def drain(self) -> None:
-        """Write what the dialect owes the host outside any event (stream-json control responses)."""
-        drain_output = getattr(self._codec, "drain_output", None)
-        if drain_output is not None:
-            lines = [encode_line(obj) for obj in drain_output()]
-            if lines:
-                await self._write(b"".join(lines))
-
-    async def emit(self, *events: Event) -> None:
-        for event in events:
-            self._add(event)
-        await self.flush()
-
-    # -- TurnOutput ------------------------------------------------------
-    async def text(self, text: str) -> None:
-        self.turn_text.append(text)
-        self._add(TextDelta(text=text, index=0))
-        await self.flush()
-
-    async def tool_uses(self, calls: Sequence[tuple[ToolCall, Any]]) -> None:
-        for call, arguments in calls:
-            self._add(ToolUse(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {}))
-        await self.flush()
-
-    async def failed(self, code: str) -> None:
-        await self.emit(TurnFailed(code=code))
 
 
 def _user_content(turn: Turn) -> str | list[dict[str, Any]]:
@@ -197,7 +113,7 @@ class Agent:
         self.session = session
         self._initialized = False
 
-    async def handle(self, printer: _Printer, turn: Turn) -> None:
+    async def handle(self, printer: Printer, turn: Turn) -> None:
         """Run one accepted turn and print its result (success or error)."""
         printer.start_turn()
         user = {"role": "user", "content": _user_content(turn)}
@@ -236,7 +152,7 @@ class Agent:
         # No checkpoint between the save and this: once saved, the result is queued.
         await printer.emit(TurnCompleted(session_id=self.session.session_id, usage=result.usage, result=result.text))
 
-    async def interrupted(self, printer: _Printer, turn: Turn) -> None:
+    async def interrupted(self, printer: Printer, turn: Turn) -> None:
         """Print the end of a turn an interrupt cancelled (and keep what it said in the session)."""
         if printer.turn_ended:
             # The turn had ended on its own: its result is queued, only the write was cut short.
@@ -304,7 +220,7 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
     return Agent(settings=settings, codec=codec, provider=provider, tools=tools, session=session)
 
 
-async def _serve_lines(agent: Agent, source: ByteSource, printer: _Printer) -> None:
+async def _serve_lines(agent: Agent, source: ByteSource, printer: Printer) -> None:
     send, receive = trio.open_memory_channel[Any](_READ_AHEAD)
     running: list[trio.CancelScope] = []  # the scope of the turn being run, if any
 
@@ -378,7 +294,7 @@ async def serve(
             except trio.BrokenResourceError:
                 _log(f"startup failed: {code}")
             return 1
-        printer = _Printer(agent.codec, sink)
+        printer = Printer(agent.codec, sink)
         try:
             async with trio.open_nursery() as nursery:
 

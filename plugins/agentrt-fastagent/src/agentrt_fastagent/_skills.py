@@ -33,8 +33,6 @@ through ``trio.to_thread.run_sync``.  A failed sync never blocks a start.
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
 import re
 import shutil
@@ -46,7 +44,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._procinfo import process_start_time
+from ._skills_files import acquire_lock, read_json, write_json_atomic
+from ._skills_files import now as _timestamp
 
 __all__ = [
     "MARKER_NAME",
@@ -95,69 +94,11 @@ def default_bundle_dir() -> Path:
     return Path(__file__).resolve().parent / "skills" / "managed"
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    # Atomic (readers see the old or the new file), not fsynced: an fsync per
-    # file tripled the sync's cost, and everything here is rebuilt by the next
-    # sync (markers are re-derived, the summary is diagnostic).
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-# -- lock ---------------------------------------------------------------
-
-
-def _acquire_lock(path: Path) -> bool:
-    """Take the lock; False when a live owner holds it.  Stale locks are broken once."""
-    me = {"pid": os.getpid(), "startedAt": process_start_time(os.getpid())}
-    for _attempt in range(2):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            if _lock_is_stale(path):
-                path.unlink(missing_ok=True)
-                continue
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(me, fh)
-        return True
-    return False
-
-
-def _lock_is_stale(path: Path) -> bool:
-    owner = _read_json(path)
-    if not isinstance(owner, Mapping):
-        return True
-    pid, started = owner.get("pid"), owner.get("startedAt")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return True
-    current = process_start_time(pid)
-    return current is None or current != started
-
-
 # -- manifest -------------------------------------------------------------
 
 
 def _load_manifest(bundle: Path) -> tuple[str, list[tuple[str, Path]]]:
-    manifest = _read_json(bundle / "manifest.json")
+    manifest = read_json(bundle / "manifest.json")
     if not isinstance(manifest, Mapping):
         raise _SyncError("MANIFEST_INVALID", "manifest.json is missing or not a JSON object")
     version = manifest.get("version")
@@ -205,7 +146,7 @@ def _load_manifest(bundle: Path) -> tuple[str, list[tuple[str, Path]]]:
 
 
 def _marker_ok(target: Path, name: str) -> bool:
-    marker = _read_json(target / MARKER_NAME)
+    marker = read_json(target / MARKER_NAME)
     return (
         isinstance(marker, Mapping)
         and marker.get("skillName") == name
@@ -227,7 +168,7 @@ def _install(src: Path, skills_dir: Path, name: str, version: str, managed_at: s
     staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{name}-", dir=skills_dir))
     try:
         shutil.copytree(src, staging, dirs_exist_ok=True, symlinks=False)
-        _write_json_atomic(staging / MARKER_NAME, _marker(name, version, managed_at))
+        write_json_atomic(staging / MARKER_NAME, _marker(name, version, managed_at))
         if target.exists() or target.is_symlink():
             backup = skills_dir / f"{name}.backup-{uuid.uuid4().hex}"
             os.rename(target, backup)
@@ -292,7 +233,7 @@ def sync_managed_skills(data_dir: Path, bundle_dir: Path | None = None) -> SyncR
     except OSError as exc:
         return SyncResult(status="error", error_code="SYNC_FAILED", error=f"data dir: {exc.strerror}")
     lock = data_dir / LOCK_NAME
-    if not _acquire_lock(lock):
+    if not acquire_lock(lock):
         return SyncResult(status="busy", error_code="SYNC_IN_PROGRESS", error="another managed-skills sync is running")
     try:
         return _sync_locked(data_dir, bundle)
@@ -303,11 +244,11 @@ def sync_managed_skills(data_dir: Path, bundle_dir: Path | None = None) -> SyncR
 def _sync_locked(data_dir: Path, bundle: Path) -> SyncResult:
     summary_path = data_dir / SUMMARY_NAME
     skills_dir = data_dir / "skills"
-    previous_summary = _read_json(summary_path) if summary_path.exists() else None
+    previous_summary = read_json(summary_path) if summary_path.exists() else None
     previous, metadata_repaired = _previous_managed(previous_summary)
     if summary_path.exists() and previous_summary is None:
         metadata_repaired = True
-    now = _now()
+    now = _timestamp()
     try:
         version, manifest = _load_manifest(bundle)
     except _SyncError as exc:
@@ -365,7 +306,7 @@ def _sync_locked(data_dir: Path, bundle: Path) -> SyncResult:
                 if name not in previous:
                     continue
                 repaired.append(name)
-                _write_json_atomic(target / MARKER_NAME, _marker(name, version, now))
+                write_json_atomic(target / MARKER_NAME, _marker(name, version, now))
             shutil.rmtree(target)
             removed.append(name)
     except OSError as exc:
@@ -424,4 +365,4 @@ def _write_summary(
         "schemaVersion": SCHEMA_VERSION,
         "skippedConflicts": sorted(conflicts if conflicts is not None else prev.get("skippedConflicts", [])),
     }
-    _write_json_atomic(path, summary)
+    write_json_atomic(path, summary)

@@ -21,6 +21,7 @@ from ._launch import SandboxConfig as SandboxConfig
 from ._launch import build_process_spec as build_process_spec
 from ._launch import instance_paths as instance_paths
 from ._launch import resolve_binary as resolve_binary
+from ._reconciler import LOGIN_STATE_FILES as LOGIN_STATE_FILES
 from ._schema import EVENT_TYPES as EVENT_TYPES
 from ._schema import is_utc_timestamp as is_utc_timestamp
 from ._schema import normalize_qr_url as normalize_qr_url
@@ -45,7 +46,7 @@ __all__ = [
     "resolve_binary", "EVENT_TYPES", "is_utc_timestamp", "normalize_qr_url", "validate_line",
     "SyncResult", "default_bundle_dir", "sync_managed_skills", "JsonFileBotStore", "MemoryBotStore",
     "TimelineSink", "INVALID_OUTPUT_MESSAGE", "STATES", "Resolver", "Supervisor", "SupervisorConfig",
-    "open_supervisor", "open_store", "DESIRED_STATES",
+    "open_supervisor", "open_store", "DESIRED_STATES", "LOGIN_STATE_FILES",
 ]  # fmt: skip
 
 

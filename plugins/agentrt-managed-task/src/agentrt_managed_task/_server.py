@@ -9,10 +9,8 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import orjson
 import trio
 from starlette.applications import Starlette
@@ -22,28 +20,12 @@ from starlette.routing import Route
 
 from agentrt import AgentrtError
 
+from ._cp_settings import ControlPlaneSettings, load_api_key
 from ._store import AgentOffline, Store, StoreConflict, StoreNotFound, ThreadedStore
 
 __all__ = ["ControlPlaneSettings", "build_app", "serve_control_plane", "open_store", "load_api_key"]
 
 log = logging.getLogger("agentrt.control_plane")
-#: Placeholders seen in examples; a key this guessable protects nothing.
-_WEAK_KEYS = frozenset(
-    {
-        "changeme-changeme",
-        "change-me-change-me",
-        "development-api-key",
-        "dev-api-key-change-me",
-        "0123456789abcdef",
-        "1234567890123456",
-        "abcdefghijklmnop",
-        "secretsecretsecret",
-        "passwordpassword",
-    }
-)
-
-KEY_VAR = "AGENTRT_CONTROL_PLANE_API_KEY"
-KEY_FILE_VAR = "AGENTRT_CONTROL_PLANE_API_KEY_FILE"
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_LOGS = 1_000_000
 RESULT_STATUSES = frozenset({"success", "failed", "error", "cancelled"})
@@ -53,69 +35,6 @@ _AGENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Retention: at most this many finished tasks forgotten per batch, and batches per maintenance pass.
 _PURGE_BATCH = 500
 _PURGE_BATCHES = 20
-
-
-@attrs.frozen(kw_only=True)
-class ControlPlaneSettings:
-    """Tunables of one control plane (defaults as §C)."""
-
-    api_key: str | None = attrs.field(default=None, repr=False)
-    lease_seconds: float = 60.0
-    max_retries: int = 3
-    agent_stale_seconds: float = 90.0
-    maintenance_interval: float = 5.0
-    retention_seconds: float = 0.0
-    """Finished tasks older than this are forgotten by the maintenance loop; 0 keeps them forever."""
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], *, api_key: str | None) -> ControlPlaneSettings:
-        """Read ``AWP_TASK_LEASE_SECONDS``, ``AWP_TASK_MAX_RETRIES`` and friends."""
-
-        def number(name: str, default: float, low: float, high: float) -> float:
-            raw = env.get(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value) or not low <= value <= high:
-                raise AgentrtError("invalid_control_plane_setting", f"{name} must be a number in {low}..{high}")
-            return value
-
-        return cls(
-            api_key=api_key,
-            lease_seconds=number("AWP_TASK_LEASE_SECONDS", 60.0, 0.1, 86400),
-            max_retries=int(number("AWP_TASK_MAX_RETRIES", 3, 0, 100)),
-            agent_stale_seconds=number("AWP_AGENT_STALE_SECONDS", 90.0, 1, 86400),
-            maintenance_interval=number("AWP_MAINTENANCE_INTERVAL_SECONDS", 5.0, 0.05, 3600),
-            retention_seconds=number("AGENTRT_TASK_RETENTION_SECONDS", 0.0, 0, 10 * 365 * 86400),
-        )
-
-
-def load_api_key(env: Mapping[str, str], key_file: str | None = None) -> str | None:
-    """The bearer key from ``--api-key-file``, ``AGENTRT_CONTROL_PLANE_API_KEY(_FILE)``, or ``None``.
-
-    A configured key shorter than 16 bytes (or with spaces/controls) is refused at startup.
-    """
-    path = key_file or env.get(KEY_FILE_VAR)
-    if path:
-        try:
-            with open(path, encoding="utf-8") as handle:  # startup, before the event loop serves
-                key = handle.read().strip()
-        except OSError as exc:
-            raise AgentrtError("control_plane_api_key_unreadable", f"cannot read the key file {path!r}") from exc
-    else:
-        key = env.get(KEY_VAR, "").strip()
-    if not key:
-        return None
-    if len(key.encode()) < 16 or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in key):
-        raise AgentrtError("weak_control_plane_api_key", "the control-plane key must be at least 16 visible bytes")
-    if len(set(key)) < 6 or key.lower() in _WEAK_KEYS:
-        raise AgentrtError(
-            "weak_control_plane_api_key", "the control-plane key is a placeholder: generate a random one"
-        )
-    return key
 
 
 def _failure_name(exc: Exception) -> str:
@@ -317,9 +236,7 @@ def check_bind_host(host: str) -> str:
     return str(address)
 
 
-async def open_store(
-    *, database: str | None = None, redis_url: str | None = None, prefix: str | None = None
-) -> Store:
+async def open_store(*, database: str | None = None, redis_url: str | None = None, prefix: str | None = None) -> Store:
     """Open the SQLite store (default) or the Redis one (trio-native; close either with ``aclose``)."""
     if redis_url:
         from ._redis_store import open_redis_store

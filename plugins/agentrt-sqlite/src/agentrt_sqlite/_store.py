@@ -10,19 +10,18 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import orjson
 import trio
 
-from agentrt.bots import BotRecord
 from agentrt.errors import AgentrtError
 from agentrt.events import Diagnostic
 from agentrt.threads import ThreadRecord, ThreadSummary
 
+from ._bot_rows import BotRows
 from ._schema import connect
 
 __all__ = ["SqliteStore", "ThreadSummary", "SESSION_ID_RE"]
@@ -32,27 +31,8 @@ T = TypeVar("T")
 #: The shape of a native session id that may be passed to ``--resume``.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 
-_BOT_COLUMNS = (
-    "bot_id", "desired_state", "status", "pid", "process_started_at", "restart_count",
-    "backoff_until", "last_error_code", "last_error_message", "last_qr_code_url",
-    "last_qr_code_id", "account_id", "config", "updated_at", "model",
-)
 
-
-_SAVE_BOT = (
-    f"INSERT OR REPLACE INTO bots ({', '.join(_BOT_COLUMNS)}) VALUES ({', '.join('?' * len(_BOT_COLUMNS))})"
-)
-
-
-def _bot_params(record: BotRecord) -> tuple[Any, ...]:
-    values = attrs.asdict(record)
-    values["config"] = orjson.dumps(dict(record.config), default=str).decode()
-    if values["updated_at"] is None:
-        values["updated_at"] = time.time()
-    return tuple(values[c] for c in _BOT_COLUMNS)
-
-
-class SqliteStore:
+class SqliteStore(BotRows):
     """:class:`agentrt.threads.ThreadStore`, :class:`~agentrt.threads.ThreadBrowser` and :class:`agentrt.bots.BotStore`.
 
     Over one SQLite file.
@@ -135,10 +115,7 @@ class SqliteStore:
             ).fetchall()
 
         rows = await self._run(q)
-        return [
-            ThreadSummary(record=_thread(r[:5])[0], created_at=r[5], updated_at=r[6], turns=r[7])
-            for r in rows
-        ]
+        return [ThreadSummary(record=_thread(r[:5])[0], created_at=r[5], updated_at=r[6], turns=r[7]) for r in rows]
 
     async def delete_thread(self, name: str) -> bool:
         """Forget a thread with its conversations, turns and events; ``False`` if unknown."""
@@ -239,9 +216,7 @@ class SqliteStore:
 
         return await self._run(q)
 
-    async def thread_events(
-        self, name: str, *, after: int = 0, limit: int = 1000
-    ) -> tuple[list[dict[str, Any]], int]:
+    async def thread_events(self, name: str, *, after: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
         """A page of the thread's stored event envelopes, in order, and the cursor for the next.
 
         Pass the returned cursor as ``after`` until the page comes back empty.
@@ -257,131 +232,8 @@ class SqliteStore:
             ).fetchall()
 
         rows = await self._run(q)
-        page = [
-            {"source": s, "seq": n, "mono": m, "wall": w, "event": orjson.loads(d)}
-            for _, s, n, m, w, d in rows
-        ]
+        page = [{"source": s, "seq": n, "mono": m, "wall": w, "event": orjson.loads(d)} for _, s, n, m, w, d in rows]
         return page, (rows[-1][0] if rows else after)
-
-    # -- bots ----------------------------------------------------------------
-    async def get_bot(self, bot_id: str) -> BotRecord | None:
-        """The bot's record, or ``None``."""
-
-        def q(db: sqlite3.Connection) -> Any:
-            return db.execute(
-                f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots WHERE bot_id = ?", (bot_id,)
-            ).fetchone()
-
-        row = await self._run(q)
-        return None if row is None else _bot(row)
-
-    async def save_bot(self, record: BotRecord) -> None:
-        """Create or replace the bot's record (``updated_at`` defaults to now)."""
-        params = _bot_params(record)
-
-        def q(db: sqlite3.Connection) -> None:
-            db.execute(_SAVE_BOT, params)
-
-        await self._run(q)
-
-    async def update_bot(
-        self, bot_id: str, change: Callable[[BotRecord], BotRecord]
-    ) -> tuple[BotRecord, BotRecord] | None:
-        """Atomic read-modify-write in one transaction: ``(old, new)``, or ``None`` if unknown.
-
-        ``change`` runs in the database thread with the write lock held: it must be
-        quick and pure.  A changed record gets ``updated_at`` now.
-        """
-
-        def q(db: sqlite3.Connection) -> tuple[BotRecord, BotRecord] | None:
-            # IMMEDIATE takes the write lock before the read: no other process can
-            # write the row between this read and this write.
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute(f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots WHERE bot_id = ?", (bot_id,)).fetchone()
-                if row is None:
-                    db.execute("ROLLBACK")
-                    return None
-                old = _bot(row)
-                new = change(old)
-                if new is not old:
-                    new = attrs.evolve(new, updated_at=time.time())
-                    db.execute(_SAVE_BOT, _bot_params(new))
-                db.execute("COMMIT")
-                return old, new
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-        return await self._run(q)
-
-    async def list_bots(self) -> Sequence[BotRecord]:
-        """Every bot, ordered by id."""
-
-        def q(db: sqlite3.Connection) -> list[Any]:
-            return db.execute(f"SELECT {', '.join(_BOT_COLUMNS)} FROM bots ORDER BY bot_id").fetchall()
-
-        return [_bot(r) for r in await self._run(q)]
-
-    async def delete_bot(self, bot_id: str) -> None:
-        """Forget a bot, its state history and its timeline."""
-
-        def q(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for table in ("bots", "bot_state_history", "bot_timeline"):
-                    db.execute(f"DELETE FROM {table} WHERE bot_id = ?", (bot_id,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-        await self._run(q)
-
-    async def append_timeline(self, bot_id: str, entry: Mapping[str, Any]) -> None:
-        """Append one applied lifecycle event ``{type, message, payload}`` to the bot's timeline.
-
-        The database sink does this itself for every :class:`~agentrt.events.Lifecycle`
-        event whose batch source is the bot; this is for supervisors without a sink.
-        """
-        payload = orjson.dumps(dict(entry.get("payload") or {}), default=str).decode()
-
-        def q(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT INTO bot_timeline (bot_id, type, message, payload, at) VALUES (?, ?, ?, ?, ?)",
-                (bot_id, str(entry.get("type", "")), str(entry.get("message", "")), payload, time.time()),
-            )
-
-        await self._run(q)
-
-    async def timeline(
-        self, bot_id: str, *, offset: int = 0, limit: int = 100
-    ) -> Sequence[Mapping[str, Any]]:
-        """The bot's applied lifecycle events, oldest first, paged."""
-        offset, limit = max(0, int(offset)), max(0, min(int(limit), 1000))
-
-        def q(db: sqlite3.Connection) -> list[Any]:
-            return db.execute(
-                "SELECT type, message, payload, at FROM bot_timeline WHERE bot_id = ?"
-                " ORDER BY id LIMIT ? OFFSET ?",
-                (bot_id, limit, offset),
-            ).fetchall()
-
-        return [
-            {"type": t, "message": m, "payload": orjson.loads(p), "at": a}
-            for t, m, p, a in await self._run(q)
-        ]
-
-    async def state_history(self, bot_id: str) -> list[dict[str, Any]]:
-        """The bot's state changes, oldest first (from ``state_changed`` events)."""
-
-        def q(db: sqlite3.Connection) -> list[Any]:
-            return db.execute(
-                "SELECT state, previous, reason, at FROM bot_state_history WHERE bot_id = ? ORDER BY id",
-                (bot_id,),
-            ).fetchall()
-
-        return [{"state": s, "previous": p, "reason": r, "at": a} for s, p, r, a in await self._run(q)]
 
 
 def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:
@@ -396,11 +248,3 @@ def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:
         session = None
     record = ThreadRecord(name=name, dialect=dialect, executable=executable, model=model, session_id=session)
     return record, diag
-
-
-def _bot(row: Sequence[Any]) -> BotRecord:
-    values = dict(zip(_BOT_COLUMNS, row))
-    values["config"] = orjson.loads(values["config"] or "{}")
-    return BotRecord(**values)
-
-

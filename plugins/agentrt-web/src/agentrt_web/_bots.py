@@ -39,7 +39,6 @@ STATE_CLASSES = {
     "running": "ok", "waiting_for_qr": "wait", "starting": "wait", "stopping": "wait", "degraded": "warn",
     "failed": "bad", "stopped": "off",
 }  # fmt: skip
-_LOGIN_STATE_FILES = ("accounts-roster.jsonl", "accounts-runtime.jsonl", "bindings.jsonl")
 _POLL = 1.0
 _REISSUE_WAIT = 15.0
 
@@ -238,7 +237,7 @@ class BotManager:
 
     async def _reissue(self, rec: BotRecord) -> None:
         """Stop the bot, forget its weixin login, start it again: FastAgent then issues a fresh QR."""
-        from agentrt_fastagent.api import DESIRED_STATES
+        from agentrt_fastagent.api import DESIRED_STATES, LOGIN_STATE_FILES
 
         sup = self.supervisor
         if sup is not None and hasattr(sup, "request_qr_reissue"):
@@ -256,7 +255,7 @@ class BotManager:
             while rec.bot_id in sup.live_bots():
                 await sup.wait_reconciled()
         data = Path(self.config.instances_dir) / rec.bot_id / "data"
-        for name in _LOGIN_STATE_FILES:
+        for name in LOGIN_STATE_FILES:
             await trio.Path(data / name).unlink(missing_ok=True)
         fresh = await self.get(rec.bot_id)
         await self.store.save_bot(attrs.evolve(fresh, last_qr_code_url=None, last_qr_code_id=None, account_id=None))
