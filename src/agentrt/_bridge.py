@@ -28,6 +28,8 @@ __all__ = ["BridgeArgs", "parse_bridge_args", "serve_bridge"]
 _OVERRIDE = re.compile(r"^(AWP_AGENT_[A-Z0-9_]+|AGENTRT_CONFIG)=(.*)$", re.DOTALL)
 _IGNORED_FLAGS = {"--print", "--verbose"}
 _IGNORED_WITH_VALUE = {"--input-format", "--output-format", "--mcp-config"}
+# Claude Code settings files name nothing the hosted CLI reads (the Agent SDK passes this one).
+_IGNORED_PREFIXES = ("--setting-sources=",)
 _ASK_TIMEOUT = 50.0  # a client's permission answer; under the conversation's own 60 s policy bound
 _QUEUED_TURNS = 16  # turns read ahead while one runs; more waits (stops reading) until one starts
 
@@ -41,21 +43,44 @@ class BridgeArgs:
     resume: str | None = None
     agent: str | None = None
     overrides: Mapping[str, str] = attrs.field(factory=dict)
+    permission_prompt_tool: str | None = None
+    """``stdio`` when the host answers tool permission requests itself (stream-json ``can_use_tool``)."""
+    partial_messages: bool = False
+    """``--include-partial-messages``: stream each delta (stream-json)."""
 
 
 def parse_bridge_args(argv: Sequence[str]) -> BridgeArgs:
     """Parse ``--to D``, ``--model M``, ``--resume ID``, ``-a/--agent NAME`` and ``AWP_AGENT_*=V`` overrides.
 
     The host appends ``--model``/``--resume``/``--mcp-config`` after the prefix
-    arguments, so they are accepted anywhere, before or after ``--``.  Any other
-    argument is ``unsupported_argument:<arg>``.
+    arguments, so they are accepted anywhere, before or after ``--``.  The
+    flags the Claude Agent SDK passes a CLI are accepted too:
+    ``--permission-prompt-tool stdio``, ``--include-partial-messages``, an
+    empty ``--system-prompt`` and ``--setting-sources=...``.  Any other
+    argument (or a system prompt the bridge cannot give the hosted CLI) is
+    ``unsupported_argument:<arg>``.
     """
     to = "awp-jsonl"
-    model = resume = agent = None
+    model = resume = agent = prompt_tool = None
+    partial = False
     overrides: dict[str, str] = {}
     it = iter(argv)
     for arg in it:
         if arg == "--":
+            continue
+        if arg == "--include-partial-messages":
+            partial = True
+            continue
+        if arg in ("--permission-prompt-tool", "--system-prompt"):
+            value = next(it, None)
+            if value is None:
+                raise AgentrtError(f"missing_argument_value:{arg}", f"{arg} needs a value")
+            if arg == "--permission-prompt-tool" and value == "stdio":
+                prompt_tool = value
+            elif arg != "--system-prompt" or value:
+                raise AgentrtError(f"unsupported_argument:{arg}", f"the bridge does not support this {arg}")
+            continue
+        if arg.startswith(_IGNORED_PREFIXES):
             continue
         if arg in ("--to", "--model", "--resume", "-a", "--agent") or arg in _IGNORED_WITH_VALUE:
             value = next(it, None)
@@ -77,7 +102,10 @@ def parse_bridge_args(argv: Sequence[str]) -> BridgeArgs:
             overrides[match.group(1)] = match.group(2)
             continue
         raise AgentrtError(f"unsupported_argument:{arg[:64]}", "unknown bridge argument")
-    return BridgeArgs(to=to, model=model, resume=resume, agent=agent, overrides=overrides)
+    return BridgeArgs(
+        to=to, model=model, resume=resume, agent=agent, overrides=overrides,
+        permission_prompt_tool=prompt_tool, partial_messages=partial,
+    )  # fmt: skip
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
@@ -89,7 +117,9 @@ def _warn(code: str, detail: str) -> None:
 
 
 class _AskTheClient:
-    """The hosted CLI's permission policy when the outer dialect can ask its client (ACP).
+    """The hosted CLI's permission policy when the outer dialect can ask its client.
+
+    ACP always can; stream-json when its host passed ``--permission-prompt-tool stdio``.
 
     The outer codec builds the request (``permission_request``) and recognises
     the answer (``permission_answer``); the bridge's reader hands every input
@@ -162,6 +192,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     from .events import Diagnostic, TurnFailed
 
     outer = plugins.dialect(args.to).agent_codec()
+    if args.partial_messages and hasattr(outer, "partial"):
+        outer.partial = True
     inner_env = {**env, **args.overrides}
     launch = resolve_agent(inner_env, args.agent, model=args.model).launch
     if args.resume is not None and not is_valid_session_id(args.resume):
@@ -176,7 +208,10 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     async def emit(event: Any) -> None:
         await send_objs(outer.encode(event))
 
-    asking = _AskTheClient(outer, send_objs) if hasattr(outer, "permission_request") else None
+    can_ask = hasattr(outer, "permission_request") and (
+        not getattr(outer, "asks_only_when_told", False) or args.permission_prompt_tool == "stdio"
+    )
+    asking = _AskTheClient(outer, send_objs) if can_ask else None
     turns_in, turns_out = trio.open_memory_channel[Turn](_QUEUED_TURNS)
 
     async def run_turns(conv: Conversation) -> None:

@@ -18,6 +18,7 @@ from agentrt.events import (
     TurnFailed,
     Usage,
 )
+from agentrt.permissions import PermissionDecision, PermissionRequest
 from agentrt_awp_jsonl.anthropic import decode_user_input, init_object, tool_use_block
 
 __all__ = ["StreamJsonAgentCodec"]
@@ -43,7 +44,15 @@ class StreamJsonAgentCodec(AgentCodec):
     (by request id) and the input is otherwise ignored; a ``control_request``
     from the host is answered (``initialize`` and ``interrupt`` succeed, others
     get an error) by objects the agent loop collects with :meth:`drain_output`.
+
+    Asking the host about a tool (what the CLI does when launched with
+    ``--permission-prompt-tool stdio``): :meth:`permission_request` builds the
+    ``can_use_tool`` control request and :meth:`permission_answer` reads the
+    host's ``control_response`` to it (``agentrt bridge --to stream-json`` uses both).
     """
+
+    #: The CLI asks its host about tools only when told to (``--permission-prompt-tool stdio``).
+    asks_only_when_told = True
 
     def __init__(self, *, partial: bool = False) -> None:
         self.partial = partial
@@ -51,6 +60,8 @@ class StreamJsonAgentCodec(AgentCodec):
         self.model: str | None = None
         self.control_responses: dict[str, Mapping[str, Any]] = {}
         self._outbox: list[dict[str, Any]] = []
+        self._asked = 0
+        self._asking: dict[str, Mapping[str, Any]] = {}  # our control request id -> the input asked about
         # open block: [kind, index, message id, pieces]
         self._open: list[Any] | None = None
 
@@ -93,6 +104,52 @@ class StreamJsonAgentCodec(AgentCodec):
                 "error": f"unsupported control request: {subtype}",
             }
         self._outbox.append({"type": "control_response", "response": body})
+
+    def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]]:
+        """The ``can_use_tool`` control request asking the host about ``request``, as ``(id, message)``."""
+        self._asked += 1
+        rid = f"agentrt-perm-{self._asked}"
+        body: dict[str, Any] = {"subtype": "can_use_tool", "tool_name": request.tool_name, "input": dict(request.input)}
+        raw = request.raw if isinstance(request.raw, Mapping) else {}
+        asked = raw.get("request")
+        tool_use_id = asked.get("tool_use_id") if isinstance(asked, Mapping) else None
+        if isinstance(tool_use_id, str):
+            body["tool_use_id"] = tool_use_id
+        body["permission_suggestions"] = []
+        self._asking[rid] = body["input"]
+        return rid, {"type": "control_request", "request_id": rid, "request": body}
+
+    def permission_answer(self, obj: Any) -> tuple[str, PermissionDecision] | None:
+        """``(id, decision)`` when ``obj`` is the host's ``control_response`` to one of our requests.
+
+        ``{"behavior":"allow","updatedInput":...}`` allows (with the input the
+        host gave, when it differs); ``deny``, an ``error`` response or any
+        other answer denies, saying why.
+        """
+        if not isinstance(obj, Mapping) or obj.get("type") != "control_response":
+            return None
+        response = obj.get("response")
+        rid = response.get("request_id") if isinstance(response, Mapping) else None
+        if not isinstance(rid, str) or rid not in self._asking:
+            return None
+        assert isinstance(response, Mapping)
+        asked = self._asking.pop(rid)
+        if response.get("subtype") == "error":
+            error = response.get("error")
+            return rid, PermissionDecision(allow=False, message=f"the host failed to answer: {str(error)[:200]}")
+        body = response.get("response")
+        behavior = body.get("behavior") if isinstance(body, Mapping) else None
+        if behavior == "allow":
+            assert isinstance(body, Mapping)
+            updated = body.get("updatedInput")
+            if isinstance(updated, Mapping) and updated != asked:
+                return rid, PermissionDecision(allow=True, updated_input=dict(updated))
+            return rid, PermissionDecision(allow=True)
+        if behavior == "deny":
+            assert isinstance(body, Mapping)
+            message = body.get("message")
+            return rid, PermissionDecision(allow=False, message=message if isinstance(message, str) else "")
+        return rid, PermissionDecision(allow=False, message="the host's answer was neither allow nor deny")
 
     def drain_output(self) -> list[dict[str, Any]]:
         """Objects owed to the host outside any event (control responses), in order."""
