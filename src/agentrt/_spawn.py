@@ -323,7 +323,9 @@ def _start_server(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={},
+        # Symbols bound at start, once: else each child binds the ones it calls
+        # first (getppid, setsid, execve, ...), a copy-on-write fault per page touched.
+        env={"LD_BIND_NOW": "1"},
         pass_fds=(fd,),
         start_new_session=True,
         preexec_fn=_die_with(os.getpid()),
