@@ -257,10 +257,10 @@ async def spawn(
     msg = _request(argv, env, cwd)
     if len(msg) > _MAX_REQUEST:
         return None
-    read_end, write_end = os.pipe()
+    # Non-blocking both ends (the writers, the server and the child, write a few bytes once).
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     data = bytearray()
     try:
-        os.set_blocking(read_end, False)
         with trio.move_on_after(_DEADLINE) as bound:
             try:
                 await _send(sock, msg, [*fds, write_end])
