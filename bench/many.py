@@ -21,7 +21,9 @@ all of them live, ``rss_kib_per_child`` (the parent's RSS growth over an idle
 parent that imported the same modules, divided by N) and ``fds_per_child``
 (descriptors in /proc/self/fd likewise); then all are stopped and reaped.
 ``AGENTRT_BENCH_CHILDREN`` sets N (default 1,000), ``AGENTRT_BENCH_ROUNDS``
-the rounds (default 5).  Ratios are to ``bare`` in the same rounds.
+the rounds (default 5).  Ratios are to ``bare`` in the same rounds.  With
+``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older commit),
+``spawn_before`` and ``conversation_before`` run that tree's code in the same rounds.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ async def _hold_all(kind: str, n: int, agent: str) -> Figures:
 def _one(kind: str, n: int, agent: str) -> None:
     import trio
 
-    print(json.dumps(trio.run(_hold_all, kind, n, agent)))
+    print(json.dumps(trio.run(_hold_all, kind.removesuffix("_before"), n, agent)))
 
 
 def _fixture_agent(directory: str, stdout: str) -> str:
@@ -144,16 +146,24 @@ def main() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         agent = _fixture_agent(tmp, stdout)
 
+        before = os.environ.get("AGENTRT_BENCH_BEFORE")
+        kinds = CONTENDERS + (("spawn_before", "conversation_before") if before else ())
+
         def contender(kind: str) -> Any:
+            env = None
+            if kind.endswith("_before") and before:
+                # That tree's core first on the path; the plugins stay the installed ones.
+                env = {**os.environ, "PYTHONPATH": os.path.join(before, "src")}
+
             def run() -> Figures:
                 out = subprocess.run([sys.executable, "-m", "bench.many", "--one", kind, str(n), agent],
-                                     capture_output=True, check=True, timeout=900)
+                                     capture_output=True, check=True, timeout=900, env=env)
                 figures: Figures = json.loads(out.stdout.decode().strip().splitlines()[-1])
                 return figures
 
             return run
 
-        runs = interleave({kind: contender(kind) for kind in CONTENDERS}, rounds)
+        runs = interleave({kind: contender(kind) for kind in kinds}, rounds)
     summary = summarize(runs, "bare", KEYS)
     summary["children"] = n
     summary["child_stdout"] = stdout

@@ -35,7 +35,7 @@ _PUMP_DRAIN_TIMEOUT = 10.0
 
 def _absolute(cwd: str | None) -> str:
     # The working directory a protocol is told (ACP's session/new wants it absolute).
-    return os.path.abspath(cwd or os.getcwd())
+    return os.path.abspath(cwd) if cwd else os.getcwd()
 
 
 class _ProcessManagement:

@@ -47,6 +47,7 @@ import ctypes
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -323,11 +324,46 @@ def _start_server(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={},
+        # Symbols bound at start, once: else each child binds the ones it calls
+        # first (getppid, setsid, execve, ...), a copy-on-write fault per page touched.
+        env={"LD_BIND_NOW": "1"},
         pass_fds=(fd,),
         start_new_session=True,
         preexec_fn=_die_with(os.getpid()),
     )
+
+
+# Per run: server index -> set once a start under way has ended.
+_starts: trio.lowlevel.RunVar[dict[int, trio.Event]] = trio.lowlevel.RunVar("agentrt_spawn_server_starts")
+
+
+async def _server(index: int) -> socket.socket | None:
+    """Server ``index``'s socket, started if needed; ``None`` where none can run.
+
+    Many spawns at once all find the server not started yet: one of them
+    starts it (a Python start-up, in a spawner thread) and the others wait
+    for that here, instead of each queueing a thread hop behind it.
+    """
+    try:
+        starts = _starts.get()
+    except LookupError:
+        starts = {}
+        _starts.set(starts)
+    pending = starts.get(index)
+    sock: socket.socket | None
+    if pending is not None:
+        await pending.wait()
+        sock = _spawn_client.running(index)
+        if sock is not None or not _spawn_client.supported():
+            return sock
+    done = starts[index] = trio.Event()
+    try:
+        sock = await _in_spawner(lambda: _spawn_client.ensure(index, _start_server))
+    finally:
+        if starts.get(index) is done:
+            del starts[index]
+        done.set()
+    return sock
 
 
 async def _from_server(
@@ -339,7 +375,7 @@ async def _from_server(
     index = _spawn_client.next_server()
     sock = _spawn_client.running(index)
     if sock is None:
-        sock = await _in_spawner(lambda: _spawn_client.ensure(index, _start_server))
+        sock = await _server(index)
         if sock is None:
             return None
     fds = []

@@ -48,6 +48,8 @@ _SERVERS = 2
 _SERVE_AFTER = 8
 
 _lock = threading.Lock()
+# One per server index: two servers start side by side (each is a Python start-up).
+_start_locks: dict[int, threading.Lock] = {}
 _spawns = itertools.count()
 _servers: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
 _turn = itertools.count()
@@ -55,9 +57,13 @@ _broken = False
 _send_locks: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agentrt_spawn_send_lock")
 
 
+# Asked once per spawn: the platform's answer does not change.
+_PLATFORM_SUPPORTED = sys.platform == "linux" and os.uname().machine in _spawn_server._SYS_CLONE
+
+
 def supported() -> bool:
     """True if a spawn server can run here (Linux on an architecture whose ``clone`` number we know)."""
-    return sys.platform == "linux" and os.uname().machine in _spawn_server._SYS_CLONE and not _broken
+    return _PLATFORM_SUPPORTED and not _broken
 
 
 @atexit.register
@@ -80,6 +86,7 @@ def forget() -> None:
             sock.close()
     _servers.clear()
     _lock = threading.Lock()
+    _start_locks.clear()
 
 
 def server_pids() -> list[int]:
@@ -112,6 +119,8 @@ def ensure(index: int, start: Callable[[list[str], int], subprocess.Popen[bytes]
     """
     global _broken
     with _lock:
+        start_lock = _start_locks.setdefault(index, threading.Lock())
+    with start_lock:
         server = _servers.pop(index, None)
         if server is not None:
             sock, popen = server
@@ -226,7 +235,7 @@ def _parse(data: bytes | bytearray) -> tuple[int | None, tuple[int, int] | None]
 
 def _kill_server(sock: socket.socket) -> None:
     with _lock:
-        for server_sock, popen in _servers.values():
+        for server_sock, popen in list(_servers.values()):
             if server_sock is sock:
                 with contextlib.suppress(OSError):
                     popen.send_signal(signal.SIGKILL)
@@ -248,10 +257,10 @@ async def spawn(
     msg = _request(argv, env, cwd)
     if len(msg) > _MAX_REQUEST:
         return None
-    read_end, write_end = os.pipe()
+    # Non-blocking both ends (the writers, the server and the child, write a few bytes once).
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     data = bytearray()
     try:
-        os.set_blocking(read_end, False)
         with trio.move_on_after(_DEADLINE) as bound:
             try:
                 await _send(sock, msg, [*fds, write_end])

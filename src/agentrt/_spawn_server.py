@@ -20,21 +20,35 @@ is close-on-exec) or exited, and this server has closed its copy.
 
 The child, before ``exec``: sets ``PR_SET_PDEATHSIG(SIGKILL)``, then checks
 that its parent is still the owner (else no death signal would ever come, and
-it kills itself), restores the signals Python ignores, starts its own session,
-takes the three descriptors as 0, 1 and 2 and closes every other one.  This
+it kills itself), starts its own session, takes the three descriptors as 0, 1
+and 2 and closes every other one.  The signals Python ignores are restored to
+their defaults once, in this process, so children inherit the defaults.  This
 server dies with the owner (its own death signal) and ends at end of file on
 its socket; it never runs a shell and passes the environment it is given,
 nothing of its own.
 """
 
+import _socket
 import ctypes
 import marshal
 import os
-import signal
-import socket
-import struct
 import sys
-from collections.abc import Callable
+from _struct import pack
+from ctypes import get_errno
+from os import _exit, chdir, closerange, dup2, execve, getpid, getppid, kill, setsid, write
+
+# The C modules, not `socket` and `signal`: those wrappers import `enum` and
+# grow this process's private memory by a fifth (4.4 to 3.5 MB), and every
+# fork copies the page tables of that memory, which the child then drops at
+# exec (see docs/dialects.md, Performance).  Nor `collections` or `typing`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable
+    from signal import SIGKILL
+else:
+    import _signal
+    from _signal import SIGKILL
 
 # (executables, argv, envp, cwd), as the owner's marshal sends it.
 _Request = tuple[list[bytes], list[bytes], list[bytes], bytes | None]
@@ -42,81 +56,111 @@ _Request = tuple[list[bytes], list[bytes], list[bytes], bytes | None]
 _CLONE_PARENT = 0x00008000
 _PR_SET_PDEATHSIG = 1
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}
+_FDS = 4
+_FD_BYTES = _FDS * 4
 
 
-def _child(owner: int, fds: list[int], request: _Request, prctl: Callable[..., int]) -> None:
+def _child(
+    owner: int, fds: list[int], request: _Request, env: dict[bytes, bytes], set_death_signal: "Callable[[], int]"
+) -> None:
+    # Whatever can be prepared is prepared by the server before the clone: every
+    # page this child writes is a copy-on-write fault, and it dirties fewer the
+    # less Python it runs (the descriptors arrive close-on-exec, the signals
+    # Python ignores are already back to their defaults, the environment is
+    # built; the functions are globals, not module attributes looked up here).
     report = fds[3]
     stage = 2
     try:
-        os.set_inheritable(report, False)
-        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl")
-        if os.getppid() != owner:
+        if set_death_signal() != 0:
+            raise OSError(get_errno(), "prctl")
+        if getppid() != owner:
             # The owner died before prctl took effect: no signal would ever come.
-            os.kill(os.getpid(), signal.SIGKILL)
-        os.write(report, b"C" + struct.pack("=q", os.getpid()))
-        for sig in ("SIGPIPE", "SIGXFSZ"):
-            if hasattr(signal, sig):
-                signal.signal(getattr(signal, sig), signal.SIG_DFL)
-        os.setsid()
-        for target in range(3):
-            os.dup2(fds[target], target)
-        os.closerange(3, report)
-        os.closerange(report + 1, 1 << 20)
-        executables, argv, envp, cwd = request
-        env = dict(entry.split(b"=", 1) for entry in envp)
+            kill(getpid(), SIGKILL)
+        write(report, b"C" + pack("=q", getpid()))
+        setsid()
+        dup2(fds[0], 0)
+        dup2(fds[1], 1)
+        dup2(fds[2], 2)
+        closerange(3, report)
+        closerange(report + 1, 1 << 20)
+        executables, argv, _envp, cwd = request
         if cwd is not None:
             stage = 1
-            os.chdir(cwd)
+            chdir(cwd)
         stage = 0
         failure: OSError | None = None
         for path in executables:
             try:
-                os.execve(path, argv, env)
+                execve(path, argv, env)
             except OSError as exc:
                 # As the standard library does: a later candidate's ENOENT does not hide a real error.
                 if failure is None or failure.errno in (2, 20):
                     failure = exc
         raise failure or OSError(2, "no executable")
     except OSError as exc:
-        os.write(report, b"E" + struct.pack("=iB", exc.errno or 5, stage))
+        write(report, b"E" + pack("=iB", exc.errno or 5, stage))
     except BaseException:
-        os.write(report, b"E" + struct.pack("=iB", 5, stage))
+        write(report, b"E" + pack("=iB", 5, stage))
     finally:
-        os._exit(127)
+        _exit(127)
+
+
+def _received_fds(ancdata: list[tuple[int, int, bytes]]) -> list[int]:
+    fds: list[int] = []
+    for level, kind, data in ancdata:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds += memoryview(data)[:usable].cast("i").tolist()
+    return fds
 
 
 def main() -> None:
     owner = int(sys.argv[2])
     libc = ctypes.CDLL(None, use_errno=True)
     prctl = libc.prctl
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
+    # The arguments converted once: the child makes the call with nothing to build.
+    zero = ctypes.c_ulong(0)
+    death_signal = (ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(SIGKILL), zero, zero, zero)
+
+    def set_death_signal() -> int:
+        result: int = prctl(*death_signal)
+        return result
+
     syscall = libc.syscall
     syscall.restype = ctypes.c_long
     clone_nr = ctypes.c_long(_SYS_CLONE[os.uname().machine])
-    flags = ctypes.c_ulong(_CLONE_PARENT | signal.SIGCHLD)
-    zero = ctypes.c_ulong(0)
-    sock = socket.socket(fileno=int(sys.argv[1]))
+    flags = ctypes.c_ulong(_CLONE_PARENT | _signal.SIGCHLD)
+    # Children inherit these defaults (exec keeps an ignored signal ignored); for
+    # this process they change nothing that matters: it only writes to a report
+    # pipe whose reader waits for it, and to the owner's socket, and it ends with the owner.
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
+    sock = _socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(b"ready")
+    ancillary = _socket.CMSG_SPACE(_FD_BYTES)
     while True:
         try:
-            msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 4)
+            # Close-on-exec as they arrive: the child keeps only what it dup2s to 0, 1 and 2.
+            msg, ancdata, _flags, _addr = sock.recvmsg(1 << 16, ancillary, _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return
+        fds = _received_fds(ancdata)
         if not msg and not fds:
             return  # the owner closed its end
         try:
-            if len(fds) != 4:
+            if len(fds) != _FDS:
                 continue
             request = marshal.loads(msg)
+            env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
             # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
             # This process has one thread, so no lock can be held across it.
             pid = syscall(clone_nr, flags, zero, zero, zero, zero)
             if pid == 0:
-                _child(owner, fds, request, prctl)
+                _child(owner, fds, request, env, set_death_signal)
             if pid < 0:
-                os.write(fds[3], b"E" + struct.pack("=iB", ctypes.get_errno(), 3))
+                write(fds[3], b"E" + pack("=iB", get_errno(), 3))
         except Exception:  # a bad request must not end the server; its pipe closes below
             pass
         finally:

@@ -367,3 +367,63 @@ def test_a_program_that_starts_a_few_children_runs_no_spawn_server() -> None:
     out, _ = owner.communicate(timeout=60)
     assert owner.returncode == 0
     assert out.split() == ["0", "1"]
+
+
+def test_many_spawns_at_once_start_each_server_once() -> None:
+    # Spawns that find a server not started yet wait for the one start under way
+    # instead of each queueing a spawner-thread hop that only finds it running.
+    owner = _owner(
+        """
+        from agentrt.lowlevel import open_owned_process
+
+        starts = []
+        ensure = _sc.ensure
+
+        def counting(index, start):
+            starts.append(index)
+            return ensure(index, start)
+
+        _sc.ensure = counting
+
+        async def main():
+            procs = []
+
+            async def one():
+                procs.append(await open_owned_process(["/bin/true"], env={}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(40):
+                    nursery.start_soon(one)
+            for proc in procs:
+                assert await proc.wait() == 0
+            print(len(procs), len(starts), len(_sc.server_pids()), flush=True)
+        """
+    )
+    out, _ = owner.communicate(timeout=120)
+    assert owner.returncode == 0
+    servers = str(_spawn_client._SERVERS)
+    assert out.split() == ["40", servers, servers]
+
+
+async def test_the_spawn_server_is_small_and_has_only_its_own_environment() -> None:
+    # Every fork copies the server's page tables: it loads no `socket`/`signal`
+    # wrappers (they import `enum`), no `collections` or `typing`; and it binds
+    # its symbols at start, so children do not.
+    loader = (
+        "import sys\n"
+        f"path = {_spawn_server.__file__!r}\n"
+        "exec(compile(open(path).read(), path, 'exec'), {'__name__': 'server'})\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", loader], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "ctypes" in loaded  # the script was run
+    assert not loaded & {"socket", "signal", "enum", "collections", "typing", "functools", "re"}
+    proc = await open_owned_process(["/bin/true"], env={})
+    with trio.fail_after(30):
+        assert await proc.wait() == 0
+    pids = _spawn_client.server_pids()
+    assert pids
+    for pid in pids:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            assert f.read() == b"LD_BIND_NOW=1\0"
