@@ -13,8 +13,8 @@ value* as parsing them with the framing's rules and encoding the result:
 * a string passes as it is: those checks are all a string needs;
 * an object or array passes only when it is compact (no whitespace between
   tokens, so never a raw ``\\r`` or ``\\n``) and has no duplicate keys, and
-  every number in it is an integer of at most 19 digits or a decimal fraction
-  without exponent (so never past 64 bits, never a double that overflows):
+  every number in it is an integer of at most 19 digits (18 when negative)
+  or a decimal fraction without exponent (so never past 64 bits, never a double that overflows):
   each level is split once by msgspec into its keys and still-raw values, and
   its length must equal the length of those parts put together compactly with
   the keys as orjson writes them (the shortest spelling of a key), which holds
@@ -50,21 +50,22 @@ _split_object = msgspec.json.Decoder(dict[str, _Raw]).decode
 _split_array = msgspec.json.Decoder(list[_Raw]).decode
 _DecodeError = msgspec.DecodeError
 _dumps = orjson.dumps
-# A number that orjson reads as JSON.parse and every other reader do: within
-# 64 bits and finite.  No exponent: 1e400 overflows, 1e-400 underflows.
-_SAFE_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]{0,18})(?:\.[0-9]+)?").fullmatch
+# A number that orjson reads as JSON.parse and every other reader do: an
+# integer within 64 bits (at most 19 digits, 18 when negative: orjson reads
+# -9223372036854775809 as a double), a finite fraction.  No exponent: 1e400
+# overflows, 1e-400 underflows.
+_SAFE_NUMBER = re.compile(rb"(?:-?0|-[1-9][0-9]{0,17}|[1-9][0-9]{0,18})(?:\.[0-9]+)?").fullmatch
 _QUOTE, _OPEN_OBJECT, _CLOSE_OBJECT, _OPEN_ARRAY, _CLOSE_ARRAY = b'"{}[]'
 _LITERALS = frozenset(b"tfn")  # true, false, null: validated by the split
 
 
-def fragment_bytes(data: Any, *, mapping: bool = False) -> bytes | None:
+def fragment_bytes(data: bytes | Any, *, mapping: bool = False) -> bytes | None:
     """``data`` (one JSON value, bytes-like) if it can be written through as it is, else ``None``.
 
     With ``mapping=True`` only an object passes (the field reads any other
     value as ``{}``).  ``None`` means: parse it and encode the value.
     """
-    if type(data) is not bytes:
-        data = bytes(memoryview(data))
+    data = data if type(data) is bytes else bytes(memoryview(data))
     if not data:
         return None
     first = data[0]
@@ -122,7 +123,7 @@ def _compact_container(data: bytes) -> bool:
             head = memoryview(value)[0]
             if head == _QUOTE or head in _LITERALS:
                 continue
-            if head == _OPEN_OBJECT or head == _OPEN_ARRAY:
+            if head in (_OPEN_OBJECT, _OPEN_ARRAY):
                 pending.append(value)
             elif _SAFE_NUMBER(bytes(value)) is None:
                 return False

@@ -88,7 +88,7 @@ def lazy_field(cls: type, name: str) -> None:
 
 
 def stored_getter(cls: type, name: str) -> Any:
-    """For a :func:`lazy_field` of ``cls``: ``get(instance, cls)`` returning what is stored, a fragment unparsed; else ``None``."""
+    """The getter of the slot under :func:`lazy_field` ``name`` (a fragment stays unparsed), else ``None``."""
     for klass in cls.__mro__:
         if name in klass.__dict__:
             slot = klass.__dict__[name]
