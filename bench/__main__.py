@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-ALL = ("host_path", "whole_process", "json_payloads", "many", "acp", "provider_sse", "agent_latency", "sinks", "bots", "tasks", "web")
+ALL = ("host_path", "whole_process", "many", "acp", "provider_sse", "agent_latency", "sinks", "bots", "tasks", "web",
+       "json_payloads")
 
 
 def main(argv: list[str]) -> int:
