@@ -21,7 +21,8 @@ value* as parsing them with the framing's rules and encoding the result:
   only without whitespace and without a dropped duplicate;
 * anything else (a scalar at the top, a number with an exponent, whitespace, a
   value with more than :data:`BUDGET` items to visit, a mapping field whose
-  fragment is not an object) is not passed: the caller parses and encodes it.
+  fragment is not an object) is not passed: the caller parses and encodes it;
+  nor is anything when msgspec is not installed (the core does not require it).
 
 The values are equal; the bytes are those of ``orjson.dumps`` of the parsed
 value whenever the agent wrote the value as orjson would (shortest escapes,
@@ -36,7 +37,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
 import orjson
 
 __all__ = ["BUDGET", "fragment_bytes"]
@@ -44,11 +44,19 @@ __all__ = ["BUDGET", "fragment_bytes"]
 BUDGET = 64
 """Items (keys, elements) an object or array fragment may have, all levels counted, to be passed through."""
 
-_Raw = msgspec.Raw
-_validate = msgspec.json.Decoder(_Raw).decode
-_split_object = msgspec.json.Decoder(dict[str, _Raw]).decode
-_split_array = msgspec.json.Decoder(list[_Raw]).decode
-_DecodeError = msgspec.DecodeError
+_validate: Any = None
+_split_object: Any = None
+_split_array: Any = None
+_DecodeError: Any = ValueError
+try:
+    import msgspec
+except ImportError:  # the core does not require msgspec (the dialects that keep fragments do): never pass
+    pass
+else:
+    _validate = msgspec.json.Decoder(msgspec.Raw).decode
+    _split_object = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+    _split_array = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _DecodeError = msgspec.DecodeError
 _dumps = orjson.dumps
 # A number that orjson reads as JSON.parse and every other reader do: an
 # integer within 64 bits (at most 19 digits, 18 when negative: orjson reads
@@ -65,6 +73,8 @@ def fragment_bytes(data: bytes | Any, *, mapping: bool = False) -> bytes | None:
     With ``mapping=True`` only an object passes (the field reads any other
     value as ``{}``).  ``None`` means: parse it and encode the value.
     """
+    if _validate is None:
+        return None
     data = data if type(data) is bytes else bytes(memoryview(data))
     if not data:
         return None

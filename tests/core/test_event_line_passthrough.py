@@ -221,3 +221,10 @@ def test_the_corpus_tool_payloads_are_written_through_as_the_old_bytes() -> None
     # Written through: none was parsed to encode it.
     assert all(_passed(ev) for ev in payload_events)
     assert lines == [orjson.dumps(to_json(ev)) + b"\n" for ev in plain]
+
+
+def test_without_msgspec_every_fragment_is_parsed_and_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentrt import _jsonpass
+
+    monkeypatch.setattr(_jsonpass, "_validate", None)  # as when msgspec is not installed
+    assert not _check(_result, CANONICAL[2])
