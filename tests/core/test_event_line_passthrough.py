@@ -228,3 +228,14 @@ def test_without_msgspec_every_fragment_is_parsed_and_encoded(monkeypatch: pytes
 
     monkeypatch.setattr(_jsonpass, "_validate", None)  # as when msgspec is not installed
     assert not _check(_result, CANONICAL[2])
+
+
+def test_an_event_read_before_printing_encodes_from_its_value() -> None:
+    data = b'{"file_path":"a.py","old_string":"caf\\u00e9"}'  # would be passed through, spelled so
+    event = _use(data)
+    assert event.input == {"file_path": "a.py", "old_string": "caf\u00e9"}
+    line = event_line(event)
+    assert not _passed(event) and data not in line
+    assert line == orjson.dumps(to_json(event)) + b"\n"
+    fresh = _use(data)
+    assert data in event_line(fresh) and _passed(fresh)
