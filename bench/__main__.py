@@ -7,8 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-ALL = ("host_path", "whole_process", "many", "acp", "provider_sse", "agent_latency", "sinks", "bots", "tasks", "web",
-       "json_payloads")
+ALL = ("host_path", "whole_process", "many", "acp", "provider_sse", "agent_latency", "sinks", "bots", "tasks", "web")
 
 
 def main(argv: list[str]) -> int:

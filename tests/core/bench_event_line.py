@@ -1,5 +1,9 @@
 """In process: ``run --json``'s line encoder on the 100k-line mix, tool payloads written through or not.
 
+``python tests/core/bench_event_line.py`` from the checkout (it uses private
+names, so it lives beside the tests rather than in bench/, whose round and
+corpus helpers it borrows).
+
 The mix is decoded by stream-json's typed path (tool inputs and results kept
 as unread fragments) once per contender and round; then the parent CPU of
 encoding every event with ``agentrt._eventjson.event_line`` is measured:
@@ -19,17 +23,20 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ._corpus import corpus_module
-from ._rounds import Figures, interleave, load_text, print_summary, summarize
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for bench's helpers
+from bench._corpus import corpus_module
+from bench._rounds import Figures, interleave, load_text, print_summary, summarize
 
 
 def _decode(blob: bytes) -> list[Any]:
-    from agentrt._plugins import Plugins
+    from agentrt import Plugins
     from agentrt.lowlevel import JsonlReader
 
     codec = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"}).dialect("stream-json").host_codec()
