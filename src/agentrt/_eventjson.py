@@ -12,7 +12,12 @@ class and on real captures).
 
 :func:`event_line` goes further for output that is encoded at once: it never
 copies containers (orjson reads them in place) and hands only what orjson
-cannot encode to cattrs, so its bytes equal ``orjson.dumps(to_json(event))``.
+cannot encode to cattrs.  A tool input or result still held as an unread
+:class:`~agentrt.dialect.JsonFragment` is written as its own bytes when
+:func:`agentrt._jsonpass.fragment_bytes` finds that exact (it says when), else
+parsed and encoded; so ``orjson.loads(event_line(e)) == to_json(e)`` always,
+and the bytes equal ``orjson.dumps(to_json(e))`` whenever each such fragment
+is spelled as orjson spells its value.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import attrs
 import orjson
 
 from . import events as _events
+from ._jsonpass import fragment_bytes
+from ._lazyjson import JsonFragment, stored_getter
 
 __all__ = ["event_dict", "event_line"]
 
@@ -30,6 +37,9 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 # Per event class: (field name, declared type) for every field but the private raw.
 _PLANS: dict[type, tuple[tuple[str, Any], ...]] = {}
 _NAMES: dict[type, tuple[str, ...]] = {}
+# Per event class with fields that may hold a JsonFragment: name -> the slot's
+# own getter, which returns what is stored without parsing it.
+_LAZY: dict[type, dict[str, Any]] = {}
 _conv: Any = None
 
 
@@ -55,6 +65,9 @@ def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
         plan = tuple((f.name, f.type) for f in attrs.fields(cls) if f.name != "_raw")
         _PLANS[cls] = plan
         _NAMES[cls] = tuple(name for name, _ in plan)
+        lazy = {name: get for name, _ in plan if (get := stored_getter(cls, name)) is not None}
+        if lazy:
+            _LAZY[cls] = lazy
     return plan
 
 
@@ -92,6 +105,7 @@ def _default(value: Any) -> Any:
 
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
+_Fragment = orjson.Fragment
 
 
 def event_line(event: Any) -> bytes:
@@ -102,6 +116,17 @@ def event_line(event: Any) -> bytes:
         _plan(cls)
         names = _NAMES[cls]
     data: dict[str, Any] = {"type": event.type}
-    for name in names:
-        data[name] = getattr(event, name)
+    lazy = _LAZY.get(cls)
+    if lazy is None:
+        for name in names:
+            data[name] = getattr(event, name)
+    else:
+        for name in names:
+            get = lazy.get(name)
+            value = getattr(event, name) if get is None else get(event, cls)
+            if type(value) is JsonFragment:
+                passed = fragment_bytes(value.data, mapping=value.mapping) if value.data else None
+                # Not passed: read the field, which parses the fragment and keeps the value.
+                value = getattr(event, name) if passed is None else _Fragment(passed)
+            data[name] = value
     return orjson.dumps(data, default=_default, option=_NEWLINE)

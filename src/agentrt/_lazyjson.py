@@ -20,7 +20,7 @@ from typing import Any
 
 from ._framing import parse_fragment
 
-__all__ = ["JsonFragment", "lazy_field"]
+__all__ = ["JsonFragment", "lazy_field", "stored_getter"]
 
 
 class JsonFragment:
@@ -85,3 +85,12 @@ def lazy_field(cls: type, name: str) -> None:
     slot = cls.__dict__[name]
     if not isinstance(slot, _LazySlot):
         setattr(cls, name, _LazySlot(slot))
+
+
+def stored_getter(cls: type, name: str) -> Any:
+    """The getter of the slot under :func:`lazy_field` ``name`` (a fragment stays unparsed), else ``None``."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            slot = klass.__dict__[name]
+            return slot._get if isinstance(slot, _LazySlot) else None
+    return None

@@ -1,0 +1,140 @@
+"""A kept JSON fragment written through to an output line as its own bytes, when that is exact.
+
+``agentrt run --json`` encodes every event on one line.  A tool input or a tool
+result still held as a :class:`~agentrt.dialect.JsonFragment` (the agent's own
+bytes, never read) would have to be parsed only to be encoded again, and such
+payloads are most of the bytes of a session.  :func:`fragment_bytes` says
+whether the bytes can stand in the line as they are, giving *the same JSON
+value* as parsing them with the framing's rules and encoding the result:
+
+* the bytes are valid UTF-8 (``bytes.isascii``, else a strict decode) and one
+  valid JSON value without lone surrogate escapes (msgspec validates the
+  syntax, every escape and every surrogate pair in C without building values);
+* a string passes as it is: those checks are all a string needs;
+* an object or array passes only when it is compact (no whitespace between
+  tokens, so never a raw ``\\r`` or ``\\n``) and has no duplicate keys, and
+  every number in it is an integer of at most 19 digits (18 when negative)
+  or a decimal fraction without exponent (so never past 64 bits, never a double that overflows):
+  each level is split once by msgspec into its keys and still-raw values, and
+  its length must equal the length of those parts put together compactly with
+  the keys as orjson writes them (the shortest spelling of a key), which holds
+  only without whitespace and without a dropped duplicate;
+* anything else (a scalar at the top, a number with an exponent, whitespace, a
+  value with more than :data:`BUDGET` items to visit, a mapping field whose
+  fragment is not an object) is not passed: the caller parses and encodes it;
+  nor is anything when msgspec is not installed (the core does not require it).
+
+The values are equal; the bytes are those of ``orjson.dumps`` of the parsed
+value whenever the agent wrote the value as orjson would (shortest escapes,
+shortest numbers), which is how ``JSON.stringify`` writes it.  A string may
+also keep an escape orjson would not write (``\\/``, ``\\u00e9``, a surrogate
+pair) and a fraction its trailing zeros: the same value, spelled as the agent
+spelled it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+__all__ = ["BUDGET", "fragment_bytes"]
+
+BUDGET = 64
+"""Items (keys, elements) an object or array fragment may have, all levels counted, to be passed through."""
+
+_validate: Any = None
+_split_object: Any = None
+_split_array: Any = None
+_DecodeError: Any = ValueError
+try:
+    import msgspec
+except ImportError:  # the core does not require msgspec (the dialects that keep fragments do): never pass
+    pass
+else:
+    _validate = msgspec.json.Decoder(msgspec.Raw).decode
+    _split_object = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+    _split_array = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _DecodeError = msgspec.DecodeError
+_dumps = orjson.dumps
+# A number that orjson reads as JSON.parse and every other reader do: an
+# integer within 64 bits (at most 19 digits, 18 when negative: orjson reads
+# -9223372036854775809 as a double), a finite fraction.  No exponent: 1e400
+# overflows, 1e-400 underflows.
+_SAFE_NUMBER = re.compile(rb"(?:-?0|-[1-9][0-9]{0,17}|[1-9][0-9]{0,18})(?:\.[0-9]+)?").fullmatch
+_QUOTE, _OPEN_OBJECT, _CLOSE_OBJECT, _OPEN_ARRAY, _CLOSE_ARRAY = b'"{}[]'
+_LITERALS = frozenset(b"tfn")  # true, false, null: validated by the split
+
+
+def fragment_bytes(data: bytes | Any, *, mapping: bool = False) -> bytes | None:
+    """``data`` (one JSON value, bytes-like) if it can be written through as it is, else ``None``.
+
+    With ``mapping=True`` only an object passes (the field reads any other
+    value as ``{}``).  ``None`` means: parse it and encode the value.
+    """
+    if _validate is None:
+        return None
+    data = data if type(data) is bytes else bytes(memoryview(data))
+    if not data:
+        return None
+    first = data[0]
+    last = data[-1]
+    if first == _QUOTE:
+        if mapping or last != _QUOTE:
+            return None
+    elif first == _OPEN_OBJECT:
+        if last != _CLOSE_OBJECT:
+            return None
+    elif first != _OPEN_ARRAY or mapping or last != _CLOSE_ARRAY:
+        return None
+    if not data.isascii():
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        if first == _QUOTE:
+            _validate(data)
+        elif not _compact_container(data):
+            return None
+    except (_DecodeError, RecursionError):
+        return None
+    return data
+
+
+def _compact_container(data: bytes) -> bool:
+    """Whether an object or array (and all it holds) is compact, duplicate-free, with safe numbers.
+
+    Raises msgspec's ``DecodeError`` for invalid JSON.
+    """
+    pending: list[Any] = [data]
+    budget = BUDGET
+    while pending:
+        item = pending.pop()
+        if memoryview(item)[0] == _OPEN_OBJECT:
+            parts = _split_object(item)
+            values: Any = parts.values()
+            # "{" "}" and a comma between items; each item: key ":" value.
+            size = 2 + max(len(parts) - 1, 0) + len(parts)
+            for key, value in parts.items():
+                size += len(_dumps(key)) + len(value)
+        else:
+            values = _split_array(item)
+            size = 2 + max(len(values) - 1, 0)
+            for value in values:
+                size += len(value)
+        if size != len(item):
+            return False
+        budget -= len(values)
+        if budget < 0:
+            return False
+        for value in values:
+            head = memoryview(value)[0]
+            if head == _QUOTE or head in _LITERALS:
+                continue
+            if head in (_OPEN_OBJECT, _OPEN_ARRAY):
+                pending.append(value)
+            elif _SAFE_NUMBER(bytes(value)) is None:
+                return False
+    return True
