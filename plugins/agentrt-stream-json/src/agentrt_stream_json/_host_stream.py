@@ -8,16 +8,20 @@ adds only the rest (:mod:`agentrt_stream_json._host_messages`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
-from agentrt.dialect import make_text_delta
+from agentrt.dialect import make_text_delta, text_delta_slots
 from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
 from agentrt.labels import tool_label
 
-from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody
+from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody, decode_typed_line
+
+_decode_line = decode_typed_line
+_DecodeError = msgspec.DecodeError  # ValidationError is a subclass
 
 __all__: list[str] = []
 
@@ -121,6 +125,58 @@ class _StreamedDeltas:
             else:
                 parts.append(text)
             append(make(text, index, raw))
+        return out
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
+
+        Each line msgspec takes into one of the typed line kinds
+        (:func:`~agentrt_stream_json._typed.load_line`'s) is decoded from
+        its struct at once, text deltas inline; every other line goes to
+        ``general`` (the framing's parse, then :meth:`decode`).  Same events as
+        the line loader and :meth:`decode_batch`, without a ``(struct,
+        line)`` tuple, a loader call and a second loop per line.
+        """
+        out: list[Event] = []
+        append = out.append
+        decode_line = _decode_line
+        error = _DecodeError
+        new, set_text, set_index, set_raw = text_delta_slots()
+        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+        for line in lines:
+            try:
+                typed = decode_line(line)
+            except (error, RecursionError):  # any other shape (msgspec's nesting limit too)
+                out.extend(general(line))
+                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                continue
+            if type(typed) is not StreamDelta:
+                out.extend(self._typed_line(typed, line))
+                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                continue
+            ev = typed.event
+            delta = ev.delta
+            if type(delta) is not TextDeltaBody:
+                out.extend(self._typed_delta(typed, line))
+                continue
+            text = delta.text
+            if not text:
+                continue
+            index = ev.index
+            msg = typed.api_message_id or message_id
+            if msg != text_msg:
+                text_msg, blocks = msg, self._text_message(msg)
+            parts = blocks.get(index)
+            if parts is None:
+                blocks[index] = [text]
+            else:
+                parts.append(text)
+            # make_text_delta's work, inline: one call less per line.
+            event = new()
+            set_text(event, text)
+            set_index(event, index)
+            set_raw(event, line)
+            append(event)
         return out
 
     def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
