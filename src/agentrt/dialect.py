@@ -24,16 +24,18 @@ it receives parsed JSON and returns events or objects.
   :class:`Shutdown`, :class:`Interrupt`, :class:`InputError` or ``None``) and
   :meth:`~AgentCodec.encode` (an event to output objects).
 
-**At most one fast path.**  The host path may take a dialect's shortcut for
-its hot lines, and only one: :meth:`HostCodec.decode_batch` (the events of one
-read's objects at once), optionally fed by :attr:`HostCodec.line_loader` (a
-typed first parse of each line that :meth:`~HostCodec.decode_batch` reads).
-The two are halves of the same path, checked by one clause of
-``check_dialect``: reading lines through the fast path gives exactly the
-events (``repr`` and ``raw``) of :meth:`~HostCodec.decode` on each plainly
-parsed line, in order, i.e. ``decode_batch(xs)`` equals the concatenation of
-``decode(x)``.  A dialect without a fast path inherits the default
-``decode_batch``, which is that concatenation.
+**Fast paths.**  The host path may take a dialect's shortcut for its hot
+lines: :meth:`HostCodec.decode_batch` (the events of one read's objects at
+once), optionally fed by :attr:`HostCodec.line_loader` (a typed first parse of
+each line that :meth:`~HostCodec.decode_batch` reads); or, cheaper and taken
+in their place when a codec overrides it, :meth:`HostCodec.decode_lines` (one
+read's lines as bytes, parsed and decoded in one loop, the lines it does not
+take handed back to the framing; :func:`text_delta_slots` builds a text event
+inline there).  All are checked by one clause of ``check_dialect``: reading
+lines through a fast path gives exactly the events (``repr`` and ``raw``) of
+:meth:`~HostCodec.decode` on each plainly parsed line, in order, i.e.
+``decode_batch(xs)`` equals the concatenation of ``decode(x)``.  A dialect
+without a fast path inherits the defaults, which are that concatenation.
 
 **A dialect whose protocol is request/response** (the built-in example is
 ACP, JSON-RPC over stdio): the agent may send requests the host answers, and
@@ -163,8 +165,8 @@ class HostCodec(abc.ABC):
 
     Required: :meth:`encode_turn`, :meth:`decode`.  Optional (defaults do
     nothing): :meth:`encode_shutdown`, :meth:`encode_interrupt`,
-    :meth:`encode_control_response`, :meth:`finish`.  The one fast path:
-    :meth:`decode_batch` with :attr:`line_loader`.  Request/response
+    :meth:`encode_control_response`, :meth:`finish`.  Fast paths:
+    :meth:`decode_batch` with :attr:`line_loader`, or :meth:`decode_lines`.  Request/response
     protocols: :meth:`start`, :meth:`drain_output`, :meth:`answer_control`.
     """
 

@@ -158,3 +158,38 @@ def test_the_default_decode_lines_is_general_per_line() -> None:
     codec = Plain()
     assert not decodes_lines(codec)
     assert codec.decode_lines([b"a", b"", b"b"], lambda line: [line, line] if line else []) == [b"a", b"a", b"b", b"b"]
+
+
+def test_a_long_streamed_message_keeps_few_pieces_and_the_same_events() -> None:
+    # Thousands of deltas of one message over many chunks, then its complete line: the
+    # pieces kept for the complete line are joined as chunks go by, and the events are
+    # still those of the plain path (nothing repeated, nothing lost).
+    def delta(index: int, text: str) -> bytes:
+        body = {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}
+        return orjson.dumps({"type": "stream_event", "event": body, "session_id": "s", "uuid": "u"})
+
+    texts = {0: [f"a{i} " for i in range(3000)], 1: [f"b{i}\n" for i in range(700)]}
+    lines = [b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1","content":[]}}}']
+    lines += [delta(i % 2 if i < 1400 else 0, texts[i % 2 if i < 1400 else 0].pop(0)) for i in range(3700)]
+    complete = [
+        {"type": "text", "text": "".join(f"a{i} " for i in range(3000)) + " and more"},
+        {"type": "text", "text": "".join(f"b{i}\n" for i in range(700))},
+    ]
+    streamed = b"\n".join(lines) + b"\n"
+    blob = streamed + orjson.dumps({"type": "assistant", "message": {"id": "m1", "content": complete}}) + b"\n"
+    cuts = [*range(0, len(streamed), 8192), len(streamed)]
+    codec = PLUGINS.dialect("stream-json").host_codec()
+    reader = JsonlReader()
+    fast: list[Any] = []
+    for lo, hi in itertools.pairwise([*cuts, len(blob)]):
+        if lo == len(streamed):
+            # Before the complete line: each block's text is there, in few pieces.
+            kept = codec._streamed[("text", "m1")]  # type: ignore[attr-defined]
+            assert "".join(kept[0]) == "".join(f"a{i} " for i in range(3000))
+            assert "".join(kept[1]) == "".join(f"b{i}\n" for i in range(700))
+            assert len(kept[0]) + len(kept[1]) < 200
+        chunk_lines = reader.feed_lines(blob[lo:hi])
+        fast.extend(codec.decode_lines(chunk_lines, lambda line: decode_objects(codec, reader.parse(line))))
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    _same(fast, plain)
+    assert [ev.text for ev in fast[-1:]] == [" and more"]

@@ -27,6 +27,8 @@ __all__: list[str] = []
 
 _NO_EVENTS: tuple[Event, ...] = ()
 _UNSET = object()
+# How many new streamed pieces of one block a chunk may leave before they are joined.
+_JOIN_PIECES = 64
 
 
 class _StreamedDeltas:
@@ -38,6 +40,7 @@ class _StreamedDeltas:
     _text_blocks: dict[int, list[str]]
     _tool_blocks: dict[tuple[Any, int], list[Any]]
     _tools_emitted: set[str]
+    _joined: tuple[Any, dict[int, int]]
 
     if TYPE_CHECKING:
 
@@ -177,7 +180,27 @@ class _StreamedDeltas:
             set_index(event, index)
             set_raw(event, line)
             append(event)
+        if blocks:
+            self._join_pieces(blocks)
         return out
+
+    def _join_pieces(self, blocks: dict[int, list[str]]) -> None:
+        # A long message keeps many small pieces per block until its complete line:
+        # once a chunk leaves _JOIN_PIECES new ones, they become one string (the
+        # concatenation is unchanged, only its pieces are fewer), so the pieces die
+        # with their events and a reply of any length holds about its text.  Only
+        # the pieces since the last join are joined: no text is copied twice.
+        joined = self._joined
+        if joined[0] is not blocks:
+            joined = self._joined = (blocks, {})
+        marks = joined[1]
+        for index, parts in blocks.items():
+            start = marks.get(index, 0)
+            if start > len(parts):  # the block was taken and began again
+                start = 0
+            if len(parts) - start >= _JOIN_PIECES:
+                parts[start:] = ["".join(parts[start:])]
+                marks[index] = start + 1
 
     def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
         # The other delta kinds, as _raw_event handles them.
