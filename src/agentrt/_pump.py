@@ -136,7 +136,9 @@ async def pump_events(
     """Read ``proc``'s stdout until it ends, handing each chunk's events to ``on_events``.
 
     * Every complete line is parsed by the framing (the codec's
-      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded;
+      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded, or,
+      for a codec that overrides :meth:`~agentrt.dialect.HostCodec.decode_lines`,
+      a chunk's lines go to it unparsed and it hands back the lines it does not take;
       a line that is not JSON is a ``malformed_output_line`` diagnostic in
       its place.  ``on_events`` gets one list per chunk that completed a line, in order
       (possibly empty: lines that decode to nothing).
