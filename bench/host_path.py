@@ -158,6 +158,7 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     import orjson
 
     from agentrt import Plugins
+    from agentrt.dialect import decodes_lines
     from agentrt.lowlevel import JsonlReader, TurnRules
 
     plugins = Plugins(autoload=True)
@@ -166,9 +167,31 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
 
     def host() -> float:
+        # As the pump does: the chunk's lines to decode_lines when the codec takes them.
         rules = TurnRules()
         rules.input_sent()  # a turn was sent: no output_before_input path
         codec = dialect.host_codec()
+        if not decodes_lines(codec):
+            return batch_host(codec, rules)
+        reader = JsonlReader()
+
+        def general(line: bytes) -> list[Any]:
+            # The corpus has no malformed line: each parsed object decoded, as the pump does.
+            return [ev for obj in reader.parse(line) for ev in codec.decode(obj)]
+
+        t0 = time.process_time()
+        for chunk in chunks:
+            lines = reader.feed_lines(chunk)
+            if lines:
+                rules.apply(codec.decode_lines(lines, general))
+        return time.process_time() - t0
+
+    def batch_host(codec: Any = None, rules: Any = None) -> float:
+        # The line loader and decode_batch: the path before decode_lines (and of other codecs).
+        if rules is None:
+            rules = TurnRules()
+            rules.input_sent()
+        codec = codec or dialect.host_codec()
         reader = JsonlReader(codec.line_loader)
         t0 = time.process_time()
         for chunk in chunks:
@@ -184,16 +207,79 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
             loads(line)
         return time.process_time() - t0
 
-    best_host = best_floor = float("inf")
+    best_host = best_floor = best_batch = float("inf")
     for _ in range(repeat):
         best_host = min(best_host, host())
+        best_batch = min(best_batch, batch_host())
         best_floor = min(best_floor, floor())
     n = len(lines)
     return {
         "inprocess_us_per_line": best_host / n * 1e6,
         "orjson_us_per_line": best_floor / n * 1e6,
         "inprocess_vs_orjson": best_host / best_floor,
+        "batch_us_per_line": best_batch / n * 1e6,
+        "lines_vs_batch": best_host / best_batch,
     }
+
+
+def event_build_costs(repeat: int = 7, n: int = 100_000) -> dict[str, float]:
+    """CPU ns per TextDelta built three ways over distinct texts, in lists of 256 as chunks hold them.
+
+    The attrs constructor, :func:`agentrt.dialect.make_text_delta` (one call
+    that fills the slots) and :func:`agentrt.dialect.text_delta_slots` inline
+    (no call), interleaved, best of ``repeat``; the loop around them is
+    measured alone and taken off.
+    """
+    from agentrt.dialect import make_text_delta, text_delta_slots
+    from agentrt.events import TextDelta
+
+    chunks = [[f"piece {i}" for i in range(start, start + 256)] for start in range(0, n, 256)]
+    n = 256 * len(chunks)
+    raw = b"{}"
+    new, set_text, set_index, set_raw = text_delta_slots()
+
+    def loop() -> None:
+        for texts in chunks:
+            out: list[Any] = []
+            append = out.append
+            for text in texts:
+                append(text)
+
+    def attrs_init() -> None:
+        for texts in chunks:
+            out: list[Any] = []
+            append = out.append
+            for text in texts:
+                append(TextDelta(text=text, index=1, raw=raw))
+
+    def helper() -> None:
+        make = make_text_delta
+        for texts in chunks:
+            out: list[Any] = []
+            append = out.append
+            for text in texts:
+                append(make(text, 1, raw))
+
+    def inline() -> None:
+        for texts in chunks:
+            out: list[Any] = []
+            append = out.append
+            for text in texts:
+                event = new()
+                set_text(event, text)
+                set_index(event, 1)
+                set_raw(event, raw)
+                append(event)
+
+    runs = {"loop": loop, "attrs_init": attrs_init, "make_text_delta": helper, "text_delta_slots": inline}
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(repeat):
+        for name, run in runs.items():
+            t0 = time.process_time()
+            run()
+            best[name] = min(best[name], time.process_time() - t0)
+    base = best.pop("loop")
+    return {f"event_build_ns_{name}": (seconds - base) / n * 1e9 for name, seconds in best.items()}
 
 
 def mix_loader_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
@@ -425,6 +511,9 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
         out.update(_fixed_costs(rounds, tiny_path, label))
     pure = inprocess_costs(small, "stream-json")
     out.update({f"small_delta_{k}": v for k, v in pure.items()})
+    pure_awp = inprocess_costs(_awp_lines(small), "awp-jsonl")
+    out.update({f"small_delta_awp_jsonl_{k}": v for k, v in pure_awp.items()})
+    out.update(event_build_costs())
     out.update(mix_loader_costs(blob))
     ceiling = statistics.median(f["wall_s"] for f in mix_runs["bare"]) + orjson_seconds(blob)
     out["full_parse_ceiling_s"] = ceiling

@@ -172,9 +172,40 @@ class JsonlReader:
                     return [self._loads(chunk)]
                 except ValueError:  # orjson's and msgspec-style decode errors alike
                     pass
-        return self._feed(chunk)
+        return self._feed(chunk, self._parse)
 
-    def _feed(self, chunk: bytes) -> list[Any]:
+    def feed_lines(self, chunk: bytes) -> list[bytes]:
+        """The complete lines that ``chunk`` finishes, as bytes, unparsed (the chunk-at-a-time path).
+
+        The same lines, in the same order, that :meth:`feed` would parse, with
+        the same cap (:class:`OutputOversize`, whose ``objects`` are then the
+        lines before the long one); blank lines are included.  Each line is
+        then parsed by its consumer, a codec's
+        :meth:`~agentrt.dialect.HostCodec.decode_lines`, which hands the lines
+        it does not take to :meth:`parse` (the framing's rules for one line).
+        Only for a reader that raises on oversize lines.
+        """
+        if self._skipping is not None:
+            raise ValueError("feed_lines needs a reader with on_oversize='raise'")
+        if not self._parts:
+            last = len(chunk) - 1
+            # One complete line, as feed's fast path takes it (the "\n" kept:
+            # JSON parsers skip it as whitespace).
+            if 0 < last <= self._fast_max and chunk.find(10) == last:
+                return [chunk]
+        return self._feed(chunk, _as_lines)
+
+    def parse(self, line: bytes) -> list[Any]:
+        """One complete line parsed by the framing's rules: ``[]`` when blank, ``[Malformed]`` when not JSON.
+
+        Otherwise ``[object]``, parsed by this reader's ``loads`` first and the
+        lenient path after, exactly as :meth:`feed` parses each of its lines;
+        a malformed line counts in :attr:`malformed_count`.
+        """
+        obj = self._parse_slow(line)
+        return [] if obj is _SKIP else [obj]
+
+    def _feed(self, chunk: bytes, parse: Callable[[list[bytes]], list[Any]]) -> list[Any]:
         if self._skipping is not None:
             return self._feed_skipping(chunk)
         if self._failed:
@@ -201,15 +232,15 @@ class JsonlReader:
             # (a merged first line was checked above and passes here).
             for index in range(len(lines) - 1):
                 if len(lines[index]) > limit:
-                    self._fail(self._parse(lines[:index]))
+                    self._fail(parse(lines[:index]))
         # The last item is the unterminated tail (b"" when the chunk ends with "\n").
         tail = lines.pop()
         if tail:
             if len(tail) > limit:
-                self._fail(self._parse(lines))
+                self._fail(parse(lines))
             self._parts.append(tail)
             self._pending = len(tail)
-        return self._parse(lines)
+        return parse(lines)
 
     def _feed_skipping(self, chunk: bytes) -> list[Any]:
         """``feed`` for ``on_oversize="skip"``: an oversize line becomes an :class:`OversizeLine`."""
@@ -287,6 +318,11 @@ class JsonlReader:
 
 
 _MALFORMED: Any = object()
+
+
+def _as_lines(lines: list[bytes]) -> list[Any]:
+    # feed_lines' "parse": the lines themselves.
+    return lines
 
 
 def _lenient(line: bytes) -> Any:

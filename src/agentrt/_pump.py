@@ -41,7 +41,7 @@ import trio
 from ._exceptions import collapse_single_group
 from ._framing import JsonlReader, Malformed, OutputOversize
 from ._process import READ_SIZE, AgentProcess
-from .dialect import HostCodec
+from .dialect import HostCodec, decodes_lines
 from .errors import AgentrtError
 from .events import Diagnostic, Event
 
@@ -136,7 +136,9 @@ async def pump_events(
     """Read ``proc``'s stdout until it ends, handing each chunk's events to ``on_events``.
 
     * Every complete line is parsed by the framing (the codec's
-      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded;
+      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded, or,
+      for a codec that overrides :meth:`~agentrt.dialect.HostCodec.decode_lines`,
+      a chunk's lines go to it unparsed and it hands back the lines it does not take;
       a line that is not JSON is a ``malformed_output_line`` diagnostic in
       its place.  ``on_events`` gets one list per chunk that completed a line, in order
       (possibly empty: lines that decode to nothing).
@@ -205,12 +207,18 @@ class Pump:
         self._on_events = on_events
         self._on_oversize = on_oversize
         self._on_send_error = on_send_error
-        self._reader = JsonlReader(codec.line_loader)
+        # A codec that decodes whole chunks of lines gets them unparsed (see
+        # HostCodec.decode_lines); its general lines are parsed as plain JSON.
+        self._lines = decodes_lines(codec)
+        self._reader = self._new_reader()
         self._seen_malformed = 0
         self._size = READ_SIZE
         self._bulk = self._original = 0
         #: True when the run's watcher ends the output after the exit grace (no timer task needed).
         self.timed_by_watcher = proc.end_output_after_exit(exit_grace)
+
+    def _new_reader(self) -> JsonlReader:
+        return JsonlReader(None if self._lines else self._codec.line_loader)
 
     async def run(self, park: Callable[[], bool] | None = None) -> PumpResult | None:
         """Read until the output ends (its :class:`PumpResult`), or until ``park()`` is true (``None``)."""
@@ -229,12 +237,21 @@ class Pump:
         on_send_error = self._on_send_error
         reader = self._reader
         decode_batch = codec.decode_batch
+        lines_mode = self._lines
+        decode_lines = codec.decode_lines
         drain = codec.drain_output
         seen_malformed = self._seen_malformed
         size = self._size
         # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
         # not grow, 0 until output comes in full reads; ``original`` the size it had.
         bulk, original = self._bulk, self._original
+
+        def general(line: bytes) -> list[Event]:
+            # decode_lines' way out for a line its codec does not take: the framing's
+            # rules (a malformed line counted by the current reader), then decode.
+            return decode_objects(codec, reader.parse(line))
+
+        feed = reader.feed_lines if lines_mode else reader.feed
         while True:
             chunk = await proc.receive_some(size)
             if not chunk:
@@ -254,18 +271,23 @@ class Pump:
                 # and an agent may stream for hours); the next burst grows it again.
                 bulk = 0
             try:
-                objs = reader.feed(chunk)
+                objs = feed(chunk)
             except OutputOversize as exc:
                 # What complete lines preceded the oversize one still counts.
-                if not await on_oversize(decode_objects(codec, exc.objects)):
+                before = decode_lines(exc.objects, general) if lines_mode else decode_objects(codec, exc.objects)
+                if not await on_oversize(before):
                     return True
-                reader = JsonlReader(codec.line_loader)
+                reader = self._new_reader()
+                feed = reader.feed_lines if lines_mode else reader.feed
                 seen_malformed = 0
                 continue
             # Bigger reads only while full reads bring big lines (see _BULK_LINE_BYTES).
             size = bulk if full and len(objs) * _BULK_LINE_BYTES <= len(chunk) else READ_SIZE
             if objs:
-                if reader.malformed_count == seen_malformed:
+                if lines_mode:
+                    # The codec parses and decodes the chunk's lines in one loop.
+                    events = decode_lines(objs, general)
+                elif reader.malformed_count == seen_malformed:
                     # The usual case: every line parsed, one batch call to the codec.
                     events = decode_batch(objs)
                 else:

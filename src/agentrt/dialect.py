@@ -24,16 +24,18 @@ it receives parsed JSON and returns events or objects.
   :class:`Shutdown`, :class:`Interrupt`, :class:`InputError` or ``None``) and
   :meth:`~AgentCodec.encode` (an event to output objects).
 
-**At most one fast path.**  The host path may take a dialect's shortcut for
-its hot lines, and only one: :meth:`HostCodec.decode_batch` (the events of one
-read's objects at once), optionally fed by :attr:`HostCodec.line_loader` (a
-typed first parse of each line that :meth:`~HostCodec.decode_batch` reads).
-The two are halves of the same path, checked by one clause of
-``check_dialect``: reading lines through the fast path gives exactly the
-events (``repr`` and ``raw``) of :meth:`~HostCodec.decode` on each plainly
-parsed line, in order, i.e. ``decode_batch(xs)`` equals the concatenation of
-``decode(x)``.  A dialect without a fast path inherits the default
-``decode_batch``, which is that concatenation.
+**Fast paths.**  The host path may take a dialect's shortcut for its hot
+lines: :meth:`HostCodec.decode_batch` (the events of one read's objects at
+once), optionally fed by :attr:`HostCodec.line_loader` (a typed first parse of
+each line that :meth:`~HostCodec.decode_batch` reads); or, cheaper and taken
+in their place when a codec overrides it, :meth:`HostCodec.decode_lines` (one
+read's lines as bytes, parsed and decoded in one loop, the lines it does not
+take handed back to the framing; :func:`text_delta_slots` builds a text event
+inline there).  All are checked by one clause of ``check_dialect``: reading
+lines through a fast path gives exactly the events (``repr`` and ``raw``) of
+:meth:`~HostCodec.decode` on each plainly parsed line, in order, i.e.
+``decode_batch(xs)`` equals the concatenation of ``decode(x)``.  A dialect
+without a fast path inherits the defaults, which are that concatenation.
 
 **A dialect whose protocol is request/response** (the built-in example is
 ACP, JSON-RPC over stdio): the agent may send requests the host answers, and
@@ -62,6 +64,8 @@ arrives, so a handshake round trip passes the same clauses as a one-line turn.
 from __future__ import annotations
 
 import abc
+import functools
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
@@ -85,6 +89,8 @@ __all__ = [
     "Dialect",
     "content_text",
     "make_text_delta",
+    "decodes_lines",
+    "text_delta_slots",
     "JsonFragment",
 ]
 
@@ -159,8 +165,8 @@ class HostCodec(abc.ABC):
 
     Required: :meth:`encode_turn`, :meth:`decode`.  Optional (defaults do
     nothing): :meth:`encode_shutdown`, :meth:`encode_interrupt`,
-    :meth:`encode_control_response`, :meth:`finish`.  The one fast path:
-    :meth:`decode_batch` with :attr:`line_loader`.  Request/response
+    :meth:`encode_control_response`, :meth:`finish`.  Fast paths:
+    :meth:`decode_batch` with :attr:`line_loader`, or :meth:`decode_lines`.  Request/response
     protocols: :meth:`start`, :meth:`drain_output`, :meth:`answer_control`.
     """
 
@@ -209,7 +215,7 @@ class HostCodec(abc.ABC):
         """Events owed at end of output (e.g. a dangling partial message)."""
         return ()
 
-    # -- the one fast path: decode_batch, fed by line_loader -----------------------------------
+    # -- the fast path: decode_batch, fed by line_loader; or decode_lines ------------------------
 
     line_loader: Callable[[bytes], Any] | None = None
     """Optional first parse of each output line, in place of ``orjson.loads``: part of the fast path.
@@ -238,6 +244,29 @@ class HostCodec(abc.ABC):
         out: list[Event] = []
         for obj in objs:
             out.extend(self.decode(obj))
+        return out
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's complete lines, straight from their bytes: the chunk-at-a-time fast path.
+
+        Optional, and taken by the host path only when a codec's class
+        overrides it (then in place of :attr:`line_loader` and
+        :meth:`decode_batch`): one call per received chunk, one loop over its
+        lines, each parsed and decoded in place, so no per-line call, object
+        or tuple stands between a typed parse and its event.  ``lines`` are
+        the chunk's complete lines (no ``\n`` but possibly a trailing one on a
+        chunk of one line; JSON whitespace may surround them; blank lines
+        included).  A line the codec does not take itself goes to
+        ``general(line)``, which gives its events by the framing's rules and
+        :meth:`decode` (nothing for a blank line, a ``malformed_output_line``
+        diagnostic for one that is not JSON); ``general`` may change the
+        codec's state, as :meth:`decode` does.  The result must equal
+        ``general`` applied to each line in turn (a clause of
+        ``check_dialect``); the default is exactly that.
+        """
+        out: list[Event] = []
+        for line in lines:
+            out.extend(general(line))
         return out
 
     # -- request/response protocols (see the module docstring) ---------------------------------
@@ -270,6 +299,11 @@ class HostCodec(abc.ABC):
         :meth:`encode_control_response`.
         """
         return None
+
+
+def decodes_lines(codec: HostCodec) -> bool:
+    """True when ``codec`` takes the chunk-at-a-time path (its class overrides :meth:`HostCodec.decode_lines`)."""
+    return type(codec).decode_lines is not HostCodec.decode_lines
 
 
 class AgentCodec(abc.ABC):
@@ -320,45 +354,114 @@ class Dialect(abc.ABC):
         """A fresh agent-side codec."""
 
 
-def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
-    # attrs' frozen ``__init__`` sets each slot through ``object.__setattr__``;
-    # filling the slots through their descriptors halves the cost of the one
-    # object built per delta line.  Used only when the class is exactly what it
-    # relies on (slots ``raw``/``text``/``index``, no validator or converter)
-    # and the result equals a normally built event; else the normal constructor.
-    def normal(text: str, index: int, raw: Any) -> TextDelta:
-        return TextDelta(text=text, index=index, raw=raw)
+_TextDeltaSlots = tuple[
+    Callable[[], TextDelta],
+    Callable[[TextDelta, str], None],
+    Callable[[TextDelta, int], None],
+    Callable[[TextDelta, Any], None],
+]
 
+
+def _normal_text_delta(text: str, index: int, raw: Any) -> TextDelta:
+    return TextDelta(text=text, index=index, raw=raw)
+
+
+def _checked_slots() -> _TextDeltaSlots | None:
+    # attrs' frozen ``__init__`` sets each slot through ``object.__setattr__``;
+    # filling the slots through their descriptors costs under half as much for
+    # the one object built per delta line.  Only when the class is exactly what
+    # this relies on (slots ``raw``/``text``/``index``, no validator or
+    # converter) and the result equals a normally built event (==, repr, pickle).
     try:
         fields = attrs.fields(TextDelta)
         if [f.name for f in fields] != ["_raw", "text", "index"] or any(
             f.validator is not None or f.converter is not None for f in fields
         ):
-            return normal
-        new = object.__new__
-        set_text = TextDelta.__dict__["text"].__set__
-        set_index = TextDelta.__dict__["index"].__set__
-        set_raw = Event.__dict__["_raw"].__set__
-
-        def fast(text: str, index: int, raw: Any) -> TextDelta:
-            ev = new(TextDelta)
-            set_text(ev, text)
-            set_index(ev, index)
-            set_raw(ev, raw)
-            return ev
-
+            return None
+        slots: _TextDeltaSlots = (
+            functools.partial(object.__new__, TextDelta),
+            TextDelta.__dict__["text"].__set__,
+            TextDelta.__dict__["index"].__set__,
+            Event.__dict__["_raw"].__set__,
+        )
+        new, set_text, set_index, set_raw = slots
         probe_raw: dict[str, Any] = {}
-        probe = fast("p", 3, probe_raw)
-        if probe == normal("p", 3, None) and probe.raw is probe_raw and repr(probe) == repr(normal("p", 3, None)):
-            return fast
-    except (AttributeError, KeyError, TypeError):
+        probe = new()
+        set_text(probe, "p")
+        set_index(probe, 3)
+        set_raw(probe, probe_raw)
+        normal = _normal_text_delta("p", 3, None)
+        if (
+            probe == normal
+            and probe.raw is probe_raw
+            and repr(probe) == repr(normal)
+            and pickle.loads(pickle.dumps(probe)) == normal
+        ):
+            return slots
+    except (AttributeError, KeyError, TypeError, pickle.PicklingError):
         pass
-    return normal
+    return None
+
+
+_SLOTS = _checked_slots()
+
+
+def _text_delta_maker() -> Callable[[str, int, Any], TextDelta]:
+    if _SLOTS is None:
+        return _normal_text_delta
+    new, set_text, set_index, set_raw = _SLOTS
+
+    def fast(text: str, index: int, raw: Any) -> TextDelta:
+        ev = new()
+        set_text(ev, text)
+        set_index(ev, index)
+        set_raw(ev, raw)
+        return ev
+
+    return fast
+
+
+def _set_text_field(ev: TextDelta, value: str) -> None:
+    object.__setattr__(ev, "text", value)
+
+
+def _set_index_field(ev: TextDelta, value: int) -> None:
+    object.__setattr__(ev, "index", value)
+
+
+def _set_raw_field(ev: TextDelta, value: Any) -> None:
+    object.__setattr__(ev, "_raw", value)
+
+
+def text_delta_slots() -> _TextDeltaSlots:
+    """``(new, set_text, set_index, set_raw)``: a :class:`~agentrt.events.TextDelta` built inline in a hot loop.
+
+    For a dialect's chunk loop (:meth:`HostCodec.decode_lines`), where even
+    :func:`make_text_delta`'s one call per line counts::
+
+        new, set_text, set_index, set_raw = text_delta_slots()  # once per chunk
+        ...
+        event = new()
+        set_text(event, text)
+        set_index(event, index)
+        set_raw(event, line)
+
+    All four must be applied, in any order, before the event leaves the loop;
+    the event is then the one ``TextDelta(text=..., index=..., raw=...)``
+    builds (``==``, ``repr``, pickling, ``raw``).  The setters are the slots'
+    own descriptors (checked against a normally built event when agentrt is
+    imported), so an event built this way costs about two fifths of the attrs
+    constructor's call.
+    """
+    if _SLOTS is not None:
+        return _SLOTS
+    return (functools.partial(object.__new__, TextDelta), _set_text_field, _set_index_field, _set_raw_field)
 
 
 make_text_delta: Callable[[str, int, Any], TextDelta] = _text_delta_maker()
 """``make_text_delta(text, index, raw)``: the same event as ``TextDelta(text=..., index=..., raw=...)``, cheaper.
 
 For a dialect's hot path (one call per text-delta line): it fills the frozen
-event's slots directly, about half the cost of the attrs constructor.
+event's slots directly, about half the cost of the attrs constructor
+(:func:`text_delta_slots` saves the call too).
 """

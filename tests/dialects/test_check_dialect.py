@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -208,6 +208,18 @@ def test_a_sloppy_decode_batch_is_caught(host: type[HostCodec]) -> None:
     # decode_batch(xs) must equal the concatenation of decode(x), with or without a typed loader.
     with pytest.raises(AssertionError, match="decode_batch changed event #"):
         check_dialect(_dialect(host=host), fuzz=50)
+
+
+class _DropsLastLineOfEachChunk(AwpHostCodec):
+    """A careless chunk-at-a-time path: the last line of each chunk is lost."""
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        return super().decode_lines(lines[:-1], general)
+
+
+def test_a_sloppy_decode_lines_is_caught() -> None:
+    with pytest.raises(AssertionError, match="decode_lines changed event #"):
+        check_dialect(_dialect(host=_DropsLastLineOfEachChunk), fuzz=50)
 
 
 class _InterruptOnEmpty(AwpAgentCodec):

@@ -181,7 +181,9 @@ def check_dialect(
        ``decode_batch`` exactly the events (``repr`` and ``raw``) of
        ``decode`` on each plainly parsed line (``decode_batch(xs)`` equals the
        concatenation of ``decode(x)``), and the same again with the host
-       codec's :attr:`~agentrt.dialect.HostCodec.line_loader` when it has one.
+       codec's :attr:`~agentrt.dialect.HostCodec.line_loader` when it has one,
+       and through :meth:`~agentrt.dialect.HostCodec.decode_lines` (the
+       chunk's lines unparsed, the others through ``general``).
     """
     factory: Callable[[], Dialect] = dialect if not isinstance(dialect, Dialect) else (lambda: dialect)
     instance = factory()
@@ -309,7 +311,29 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
             expected = want[at] if at < len(want) else "nothing"
             raise _fail(name, f"{what} changed event #{at}: {_short(got)} instead of {_short(expected)} (decode)")
 
+    def read_lines() -> list[tuple[str, Any]]:
+        # The chunk-at-a-time path, as the pump takes it (the default decode_lines too).
+        from .._pump import decode_objects
+
+        codec = instance.host_codec()
+        reader = JsonlReader()
+        events: list[Event] = []
+
+        def general(line: bytes) -> list[Event]:
+            return decode_objects(codec, [obj for obj in reader.parse(line) if type(obj) is not Malformed])
+
+        for start in range(0, len(blob), 4096):
+            lines = reader.feed_lines(blob[start : start + 4096])
+            try:
+                got = codec.decode_lines(lines, general) if lines else []
+            except Exception as exc:
+                raise _fail(name, f"decode_lines raised {type(exc).__name__}: {exc}") from exc
+            events.extend(got)
+        events.extend(codec.finish())
+        return [(repr(ev), ev.raw) for ev in events]
+
     reference = read(batch=False, typed=False)
     compare("decode_batch", read(batch=True, typed=False), reference)
     if instance.host_codec().line_loader is not None:
         compare("line_loader", read(batch=True, typed=True), reference)
+    compare("decode_lines", read_lines(), reference)

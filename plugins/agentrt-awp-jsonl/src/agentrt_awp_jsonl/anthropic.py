@@ -19,8 +19,9 @@ and no I/O: a codec never shares state with another through it.
   :func:`failure_message`;
 * **typed deltas**: the msgspec structs of a ``content_block_delta`` event
   (:class:`BlockDelta` and its delta bodies), :func:`typed_loader` (the
-  factory of a dialect's ``line_loader``) and :data:`load_block_delta` (the
-  loader of a bare delta line).
+  factory of a dialect's ``line_loader``), :data:`load_block_delta` (the
+  loader of a bare delta line), and :data:`decode_block_delta` with
+  :data:`BLOCK_DELTA_PREFIX` (the same parse, for a codec's ``decode_lines``).
 
 Why typed deltas: most of a streaming reply's lines are content-block deltas.
 Parsing one into dicts builds two dicts and several strings, of which the
@@ -86,6 +87,8 @@ __all__ = [
     "SignatureDelta",
     "BlockDelta",
     "typed_loader",
+    "BLOCK_DELTA_PREFIX",
+    "decode_block_delta",
     "load_block_delta",
 ]
 
@@ -399,7 +402,12 @@ def typed_loader(prefix: bytes, decode: Callable[[bytes], Any]) -> Callable[[byt
     return load_line
 
 
+#: How a bare content-block delta line starts, as the agent writes it (these keys first, as
+#: every awp-jsonl CLI seen does); a line that starts otherwise is parsed generically without trying.
+BLOCK_DELTA_PREFIX = b'{"type":"content_block_delta",'
+
+#: A bare content-block delta line into a :class:`BlockDelta`; raises ``msgspec.DecodeError`` for any other line.
+decode_block_delta: Callable[[bytes], BlockDelta] = msgspec.json.Decoder(BlockDelta).decode
+
 #: ``(BlockDelta, line)`` for a bare content-block delta line msgspec accepts, else the parsed JSON.
-#: The agent writes these keys first (as every awp-jsonl CLI seen does); a line that
-#: starts otherwise is parsed generically without trying.
-load_block_delta = typed_loader(b'{"type":"content_block_delta",', msgspec.json.Decoder(BlockDelta).decode)
+load_block_delta = typed_loader(BLOCK_DELTA_PREFIX, decode_block_delta)

@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn, make_text_delta
+import msgspec
+
+from agentrt.dialect import AgentCodec, AgentInput, Dialect, HostCodec, Turn, make_text_delta, text_delta_slots
 from agentrt.events import (
     Event,
     RawEvent,
@@ -42,9 +44,11 @@ from agentrt.events import (
 from agentrt.labels import tool_label
 
 from .anthropic import (
+    BLOCK_DELTA_PREFIX,
     SHUTDOWN_LINE,
     TextDeltaBody,
     ThinkingDeltaBody,
+    decode_block_delta,
     decode_user_input,
     dispatch,
     encode_user_line,
@@ -141,6 +145,42 @@ class AwpHostCodec(HostCodec):
             except (KeyError, TypeError):
                 pass
             out.extend(decode(obj))
+        return out
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
+
+        A bare delta line msgspec takes is decoded from its struct at once,
+        text deltas inline; every other line goes to ``general`` (the
+        framing's parse, then :meth:`decode`).  Same events as the line
+        loader and :meth:`decode_batch`, one loader call and tuple less per line.
+        """
+        out: list[Event] = []
+        append = out.append
+        prefix = BLOCK_DELTA_PREFIX
+        decode_delta = decode_block_delta
+        error = msgspec.DecodeError  # ValidationError is a subclass
+        new, set_text, set_index, set_raw = text_delta_slots()
+        for line in lines:
+            if line.startswith(prefix):
+                try:
+                    typed = decode_delta(line)
+                except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
+                    pass
+                else:
+                    delta = typed.delta
+                    if type(delta) is TextDeltaBody:
+                        text = delta.text
+                        if text:
+                            event = new()
+                            set_text(event, text)
+                            set_index(event, typed.index)
+                            set_raw(event, line)
+                            append(event)
+                    elif type(delta) is ThinkingDeltaBody and delta.thinking:
+                        append(ThinkingDelta(text=delta.thinking, index=typed.index, raw=line))
+                    continue  # input_json_delta and signature_delta give no event
+            out.extend(general(line))
         return out
 
     def decode(self, obj: Any) -> Sequence[Event]:

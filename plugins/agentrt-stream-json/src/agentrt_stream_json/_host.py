@@ -76,6 +76,8 @@ class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
         # the text blocks of the message being streamed, cached for the hot path
         self._text_msg: Any = _UNSET
         self._text_blocks: dict[int, list[str]] = {}
+        # (blocks dict, {block index: pieces already joined}) for decode_lines' joins
+        self._joined: tuple[Any, dict[int, int]] = (None, {})
         # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
         self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
         self._tools_emitted: set[str] = set()

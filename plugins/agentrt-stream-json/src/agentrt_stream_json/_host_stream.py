@@ -8,21 +8,27 @@ adds only the rest (:mod:`agentrt_stream_json._host_messages`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
-from agentrt.dialect import make_text_delta
+from agentrt.dialect import make_text_delta, text_delta_slots
 from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
 from agentrt.labels import tool_label
 
-from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody
+from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody, decode_typed_line
+
+_decode_line = decode_typed_line
+_DecodeError = msgspec.DecodeError  # ValidationError is a subclass
 
 __all__: list[str] = []
 
 _NO_EVENTS: tuple[Event, ...] = ()
 _UNSET = object()
+# How many new streamed pieces of one block a chunk may leave before they are joined.
+_JOIN_PIECES = 64
 
 
 class _StreamedDeltas:
@@ -34,6 +40,7 @@ class _StreamedDeltas:
     _text_blocks: dict[int, list[str]]
     _tool_blocks: dict[tuple[Any, int], list[Any]]
     _tools_emitted: set[str]
+    _joined: tuple[Any, dict[int, int]]
 
     if TYPE_CHECKING:
 
@@ -122,6 +129,78 @@ class _StreamedDeltas:
                 parts.append(text)
             append(make(text, index, raw))
         return out
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
+
+        Each line msgspec takes into one of the typed line kinds
+        (:func:`~agentrt_stream_json._typed.load_line`'s) is decoded from
+        its struct at once, text deltas inline; every other line goes to
+        ``general`` (the framing's parse, then :meth:`decode`).  Same events as
+        the line loader and :meth:`decode_batch`, without a ``(struct,
+        line)`` tuple, a loader call and a second loop per line.
+        """
+        out: list[Event] = []
+        append = out.append
+        decode_line = _decode_line
+        error = _DecodeError
+        new, set_text, set_index, set_raw = text_delta_slots()
+        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+        for line in lines:
+            try:
+                typed = decode_line(line)
+            except (error, RecursionError):  # any other shape (msgspec's nesting limit too)
+                out.extend(general(line))
+                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                continue
+            if type(typed) is not StreamDelta:
+                out.extend(self._typed_line(typed, line))
+                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                continue
+            ev = typed.event
+            delta = ev.delta
+            if type(delta) is not TextDeltaBody:
+                out.extend(self._typed_delta(typed, line))
+                continue
+            text = delta.text
+            if not text:
+                continue
+            index = ev.index
+            msg = typed.api_message_id or message_id
+            if msg != text_msg:
+                text_msg, blocks = msg, self._text_message(msg)
+            parts = blocks.get(index)
+            if parts is None:
+                blocks[index] = [text]
+            else:
+                parts.append(text)
+            # make_text_delta's work, inline: one call less per line.
+            event = new()
+            set_text(event, text)
+            set_index(event, index)
+            set_raw(event, line)
+            append(event)
+        if blocks:
+            self._join_pieces(blocks)
+        return out
+
+    def _join_pieces(self, blocks: dict[int, list[str]]) -> None:
+        # A long message keeps many small pieces per block until its complete line:
+        # once a chunk leaves _JOIN_PIECES new ones, they become one string (the
+        # concatenation is unchanged, only its pieces are fewer), so the pieces die
+        # with their events and a reply of any length holds about its text.  Only
+        # the pieces since the last join are joined: no text is copied twice.
+        joined = self._joined
+        if joined[0] is not blocks:
+            joined = self._joined = (blocks, {})
+        marks = joined[1]
+        for index, parts in blocks.items():
+            start = marks.get(index, 0)
+            if start > len(parts):  # the block was taken and began again
+                start = 0
+            if len(parts) - start >= _JOIN_PIECES:
+                parts[start:] = ["".join(parts[start:])]
+                marks[index] = start + 1
 
     def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
         # The other delta kinds, as _raw_event handles them.

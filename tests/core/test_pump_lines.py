@@ -1,0 +1,106 @@
+"""The chunk-at-a-time path of the host engine on real child processes (:meth:`HostCodec.decode_lines`).
+
+The fixture codec takes the lines that start with ``{"n":`` itself (a
+``status`` labelled ``L<n>``) and hands every other line to ``general``, so
+what is tested is the pump around it: lines reach the codec unparsed, one call
+per chunk; the framing's rules (blank, malformed, oversize, the unterminated
+last line) still hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+import trio
+
+from agentrt.dialect import HostCodec, Turn, decodes_lines
+from agentrt.events import Diagnostic, Event, Status
+from agentrt.lowlevel import MALFORMED_LINE, open_process, pump_events
+
+from .test_pump import FLOOD, _labels, py
+
+
+class LinesCodec(HostCodec):
+    """``L<n>`` for a line it takes itself, ``<n>`` through ``general`` and ``decode``."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def encode_turn(self, turn: Turn) -> bytes:
+        return b"\n"
+
+    def decode(self, obj: Any) -> Sequence[Event]:
+        return (Status(kind="line", label=str(obj.get("n"))),)
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        self.calls.append(len(lines))
+        out: list[Event] = []
+        for line in lines:
+            if line.startswith(b'{"n":'):
+                out.append(Status(kind="line", label=f"L{orjson.loads(line)['n']}"))
+            else:
+                out.extend(general(line))
+        return out
+
+    def finish(self) -> Sequence[Event]:
+        return (Status(kind="end"),)
+
+
+async def _pump(code: str, *, keep_reading: bool) -> tuple[Any, list[str], list[str], LinesCodec]:
+    seen: list[Event] = []
+    before_oversize: list[Event] = []
+    codec = LinesCodec()
+
+    async def on_events(events: list[Event]) -> None:
+        seen.extend(events)
+
+    with trio.fail_after(60):  # a hang guard only
+        async with open_process(py(code)) as proc:
+
+            async def on_oversize(before: list[Event]) -> bool:
+                before_oversize.extend(before)
+                seen.extend(before)
+                seen.append(Diagnostic(code="oversize"))
+                if keep_reading:
+                    await proc.send(b"go\n")
+                return keep_reading
+
+            result = await pump_events(proc, codec, on_events, on_oversize=on_oversize)
+            await proc.stop()
+    return result, _labels(seen), _labels(before_oversize), codec
+
+
+def test_only_a_codec_that_overrides_decode_lines_takes_the_path() -> None:
+    from .test_pump import FixtureCodec
+
+    assert decodes_lines(LinesCodec())
+    assert not decodes_lines(FixtureCodec())
+
+
+async def test_lines_reach_the_codec_unparsed_and_the_rest_takes_the_framing_rules() -> None:
+    # A blank line gives nothing, a malformed one its diagnostic in place, a JSON
+    # line the codec does not take is parsed and decoded; the unterminated last
+    # line is parsed at end of output, as on the plain path.
+    code = (
+        "import sys; sys.stdout.write('{\"n\": 1}\\n\\n  \\nnot json\\n{ \"n\": 2}\\n{\"n\": 3}\\n"
+        "{\"n\": 4}')"
+    )
+    result, seen, _, codec = await _pump(code, keep_reading=False)
+    assert seen == ["L1", MALFORMED_LINE, "2", "L3", "4", "end"]
+    assert result.eof
+    assert codec.calls and sum(codec.calls) == 6  # every complete line, blank ones included
+
+
+async def test_lines_before_an_oversize_line_are_decoded_by_the_codec() -> None:
+    result, seen, before, _ = await _pump(FLOOD, keep_reading=True)
+    assert seen[:2] == ["L1", "oversize"] and before in ([], ["L1"])
+    assert seen[-2:] == ["L2", "end"]  # fresh framing after the long line, still the lines path
+    assert result.eof and not result.oversize
+
+
+async def test_a_stopping_oversize_policy_ends_the_lines_path_too() -> None:
+    result, seen, before, _ = await _pump(FLOOD, keep_reading=False)
+    assert seen == ["L1", "oversize"] and before in ([], ["L1"])
+    assert result.oversize and not result.eof

@@ -1,0 +1,195 @@
+"""decode_lines (the chunk-at-a-time host path) gives exactly the events of the plain parse and decode.
+
+The lines path is what the pump takes for awp-jsonl and stream-json: the
+framing hands a chunk's complete lines, unparsed, to the codec, which parses
+and decodes the lines it knows in one loop and gives the others to
+``general`` (the framing's rules, then ``decode``).  It is held to the plain
+path (orjson, ``decode`` per object) on the same property-test lines, edge
+lines and real captures as the line loader, cut into chunks anywhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentrt._pump import decode_objects
+from agentrt.dialect import HostCodec, decodes_lines, make_text_delta, text_delta_slots
+from agentrt.events import TextDelta
+from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize
+
+from .test_decode_batch import _EDGE_LINES, _LINES, CAPTURES, PLUGINS, SHARED, _corpus_module, _read_all
+
+
+def _read_lines(codec: HostCodec, data: bytes, cuts: list[int]) -> tuple[list[Any], int]:
+    # As the pump does on the lines path; a malformed line's diagnostic is left out,
+    # as _read_all leaves out its marker (the count is compared instead).
+    reader = JsonlReader()
+    events: list[Any] = []
+
+    def general(line: bytes) -> list[Any]:
+        return decode_objects(codec, [obj for obj in reader.parse(line) if type(obj) is not Malformed])
+
+    bounds = [0, *sorted(set(cuts)), len(data)]
+    for lo, hi in itertools.pairwise(bounds):
+        lines = reader.feed_lines(data[lo:hi])
+        if lines:
+            events.extend(codec.decode_lines(lines, general))
+    for obj in reader.finish():
+        if type(obj) is not Malformed:
+            events.extend(codec.decode(obj))
+    return events, reader.malformed_count
+
+
+def _same(fast: list[Any], plain: list[Any]) -> None:
+    assert [repr(ev) for ev in fast] == [repr(ev) for ev in plain]
+    assert fast == plain
+    assert [ev.raw for ev in fast] == [ev.raw for ev in plain]
+
+
+@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
+def test_both_anthropic_dialects_take_the_lines_path(dialect: str) -> None:
+    assert decodes_lines(PLUGINS.dialect(dialect).host_codec())
+
+
+@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_decode_lines_gives_the_events_of_the_generic_parse(dialect: str, data: st.DataObject) -> None:
+    lines = data.draw(_LINES[dialect])
+    blob = b"\n".join(lines) + b"\n"
+    cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=4))
+    fast, fast_bad = _read_lines(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
+    plain, plain_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
+    assert fast_bad == plain_bad
+    _same(fast, plain)
+
+
+@pytest.mark.parametrize("line", _EDGE_LINES)
+def test_decode_lines_edges_of_the_typed_line_kinds(line: bytes) -> None:
+    fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [])
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=False)
+    assert fast
+    _same(fast, plain)
+
+
+@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
+@pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])
+def test_decode_lines_on_real_output(dialect: str, source: str) -> None:
+    if source == "bench-corpus":
+        blob = b"".join(line for _, line in _corpus_module().corpus_lines(3000, big_lines=False))
+    else:
+        blob = (SHARED / "fixtures" / "claude-code" / source).read_bytes()
+    if dialect == "awp-jsonl":  # the bare raw events, as an awp-jsonl agent writes them
+        blob = b"".join(
+            orjson.dumps(obj["event"]) + b"\n" if obj.get("type") == "stream_event" else line + b"\n"
+            for line in blob.splitlines()
+            if line.strip() and type(obj := orjson.loads(line)) is dict
+        )
+    cuts = list(range(0, len(blob), 4096))
+    fast, _ = _read_lines(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
+    plain, _ = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
+    if b'"text_delta"' in blob:
+        assert any(type(ev) is TextDelta and type(ev._raw) is bytes for ev in fast), "the typed path was never taken"
+    _same(fast, plain)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from([b"", b" ", b"{}", b"[1]", b"x", b"\r", b'{"a":"b"}', b"\xff"]), max_size=12),
+    cuts=st.lists(st.integers(0, 200), max_size=5),
+)
+def test_feed_lines_gives_the_lines_feed_parses(lines: list[bytes], cuts: list[int]) -> None:
+    blob = b"\n".join(lines) + b"\n"
+    plain, framed = JsonlReader(), JsonlReader()
+    want: list[Any] = []
+    got: list[Any] = []
+    bounds = [0, *sorted({c for c in cuts if c <= len(blob)}), len(blob)]
+    for lo, hi in itertools.pairwise(bounds):
+        want.extend(plain.feed(blob[lo:hi]))
+        for line in framed.feed_lines(blob[lo:hi]):
+            got.extend(framed.parse(line))
+    assert got == want
+    assert framed.malformed_count == plain.malformed_count
+
+
+def test_feed_lines_keeps_the_cap_and_the_lines_before_it() -> None:
+    reader = JsonlReader(max_line_bytes=10)
+    with pytest.raises(OutputOversize) as caught:
+        reader.feed_lines(b'{"a":1}\n' + b"x" * 20 + b"\n")
+    assert caught.value.objects == [b'{"a":1}']
+    with pytest.raises(OutputOversize):  # the reader stays failed
+        reader.feed_lines(b"{}\n")
+    with pytest.raises(ValueError, match="on_oversize"):
+        JsonlReader(on_oversize="skip").feed_lines(b"{}\n")
+
+
+def test_text_delta_slots_build_the_event_the_constructor_builds() -> None:
+    new, set_text, set_index, set_raw = text_delta_slots()
+    line = b'{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"hi"}}'
+    built = new()
+    set_text(built, "hi")
+    set_index(built, 2)
+    set_raw(built, line)
+    normal = TextDelta(text="hi", index=2, raw=line)
+    assert type(built) is TextDelta
+    assert built == normal and repr(built) == repr(normal) and hash(built) == hash(normal)
+    assert pickle.loads(pickle.dumps(built)) == normal
+    assert built.raw == normal.raw == orjson.loads(line)
+    assert make_text_delta("hi", 2, line) == normal
+    # The fast form, not the checked fallback: the slots' own descriptors.
+    assert set_text == TextDelta.__dict__["text"].__set__
+
+
+def test_the_default_decode_lines_is_general_per_line() -> None:
+    class Plain(HostCodec):
+        def encode_turn(self, turn: Any) -> bytes:
+            return b"\n"
+
+        def decode(self, obj: Any) -> list[Any]:
+            return [obj]
+
+    codec = Plain()
+    assert not decodes_lines(codec)
+    assert codec.decode_lines([b"a", b"", b"b"], lambda line: [line, line] if line else []) == [b"a", b"a", b"b", b"b"]
+
+
+def test_a_long_streamed_message_keeps_few_pieces_and_the_same_events() -> None:
+    # Thousands of deltas of one message over many chunks, then its complete line: the
+    # pieces kept for the complete line are joined as chunks go by, and the events are
+    # still those of the plain path (nothing repeated, nothing lost).
+    def delta(index: int, text: str) -> bytes:
+        body = {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}
+        return orjson.dumps({"type": "stream_event", "event": body, "session_id": "s", "uuid": "u"})
+
+    texts = {0: [f"a{i} " for i in range(3000)], 1: [f"b{i}\n" for i in range(700)]}
+    lines = [b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1","content":[]}}}']
+    lines += [delta(i % 2 if i < 1400 else 0, texts[i % 2 if i < 1400 else 0].pop(0)) for i in range(3700)]
+    complete = [
+        {"type": "text", "text": "".join(f"a{i} " for i in range(3000)) + " and more"},
+        {"type": "text", "text": "".join(f"b{i}\n" for i in range(700))},
+    ]
+    streamed = b"\n".join(lines) + b"\n"
+    blob = streamed + orjson.dumps({"type": "assistant", "message": {"id": "m1", "content": complete}}) + b"\n"
+    cuts = [*range(0, len(streamed), 8192), len(streamed)]
+    codec = PLUGINS.dialect("stream-json").host_codec()
+    reader = JsonlReader()
+    fast: list[Any] = []
+    for lo, hi in itertools.pairwise([*cuts, len(blob)]):
+        if lo == len(streamed):
+            # Before the complete line: each block's text is there, in few pieces.
+            kept = codec._streamed[("text", "m1")]  # type: ignore[attr-defined]
+            assert "".join(kept[0]) == "".join(f"a{i} " for i in range(3000))
+            assert "".join(kept[1]) == "".join(f"b{i}\n" for i in range(700))
+            assert len(kept[0]) + len(kept[1]) < 200
+        chunk_lines = reader.feed_lines(blob[lo:hi])
+        fast.extend(codec.decode_lines(chunk_lines, lambda line: decode_objects(codec, reader.parse(line))))
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    _same(fast, plain)
+    assert [ev.text for ev in fast[-1:]] == [" and more"]
