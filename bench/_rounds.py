@@ -25,12 +25,18 @@ def load_text() -> str:
 def interleave(
     contenders: Mapping[str, Callable[[], Figures]], rounds: int, *, label: str = ""
 ) -> dict[str, list[Figures]]:
-    """Run every contender once per round, rotating the order; print each run with the load."""
+    """Run every contender once per round, rotating the order; print each run with the load.
+
+    Every other round runs the rotation backwards, so no contender always
+    follows the same one (the one after a run finds the heap and caches that
+    run left: a fixed cycle gave the same contender that advantage each round).
+    """
     names = list(contenders)
     runs: dict[str, list[Figures]] = {name: [] for name in names}
     for r in range(rounds):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+        shift = (r // 2) % len(names)
+        order = names[shift:] + names[:shift]
+        for name in order if r % 2 == 0 else order[::-1]:
             load = os.getloadavg()[0]
             figures = contenders[name]()
             figures["load_1min"] = load
