@@ -1,4 +1,10 @@
-"""decode_batch (the per-chunk hot path) gives exactly the events of decode per object."""
+"""The plain host path (orjson, ``decode`` per object), the lines the fast path is held to it on, and make_text_delta.
+
+awp-jsonl and stream-json decode a read's lines in one loop
+(``decode_lines``, tests/dialects/test_decode_lines.py); this module holds
+the reference it must equal (:func:`_read_all`) and the property-test lines
+(odd shapes of every line kind the typed parse takes) it is checked on.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +18,12 @@ from typing import Any
 import attrs
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrt._plugins import Plugins
 from agentrt.dialect import make_text_delta
-from agentrt.events import TextDelta, to_json
-from agentrt.testing import normalize_events
+from agentrt.events import TextDelta
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CAPTURES = sorted((SHARED / "fixtures" / "claude-code").glob("*.stdout.jsonl"))
@@ -33,30 +38,7 @@ def _corpus_module() -> Any:
     return module
 
 
-def _corpus_objects() -> list[object]:
-    return [orjson.loads(line) for _, line in _corpus_module().corpus_lines(3000, big_lines=False)]
-
-
-@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
-@pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])
-def test_batch_equals_per_object(dialect: str, source: str) -> None:
-    if source == "bench-corpus":
-        objs = _corpus_objects()
-    else:
-        text = (SHARED / "fixtures" / "claude-code" / source).read_text()
-        objs = [orjson.loads(line) for line in text.splitlines() if line.strip()]
-    one = PLUGINS.dialect(dialect).host_codec()
-    per_object = [ev for obj in objs for ev in one.decode(obj)]
-    batched = []
-    many = PLUGINS.dialect(dialect).host_codec()
-    for start in range(0, len(objs), 7):  # chunks of several objects, as the pump sees them
-        batched.extend(many.decode_batch(objs[start : start + 7]))
-    assert per_object, source
-    assert normalize_events(batched) == normalize_events(per_object)
-    assert [ev.raw for ev in batched] == [ev.raw for ev in per_object]
-
-
-# Objects shaped like the text-delta lines each fast path inlines, with every
+# Objects shaped like the text-delta lines the fast path inlines, with every
 # part that the inlined path checks varied: missing, of the wrong JSON type,
 # empty, or an index that is a bool.
 _json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3), st.just([]), st.just({}))
@@ -98,21 +80,6 @@ def _delta_like(draw: st.DrawFn, wrapped: bool) -> object:
     return outer
 
 
-@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
-@settings(max_examples=300, deadline=None)
-@given(data=st.data())
-def test_batch_equals_per_object_on_odd_shapes(dialect: str, data: st.DataObject) -> None:
-    objs = data.draw(st.lists(st.one_of(_delta_like(True), _delta_like(False)), min_size=1, max_size=12))
-    one = PLUGINS.dialect(dialect).host_codec()
-    per_object = [ev for obj in objs for ev in one.decode(obj)]
-    many = PLUGINS.dialect(dialect).host_codec()
-    cut = data.draw(st.integers(0, len(objs)))
-    batched = many.decode_batch(objs[:cut]) + many.decode_batch(objs[cut:])
-    # repr, not ==: it tells an index of True from 1 (normalize_events would coerce it).
-    assert [repr(ev) for ev in batched] == [repr(ev) for ev in per_object]
-    assert [ev.raw for ev in batched] == [ev.raw for ev in per_object]
-
-
 @given(text=st.text(), index=st.integers(0, 1 << 40))
 def test_make_text_delta_is_the_constructor_made_cheap(text: str, index: int) -> None:
     raw = {"any": "object"}
@@ -131,7 +98,7 @@ def test_make_text_delta_takes_its_fast_path() -> None:
     assert make_text_delta.__name__ == "fast"
 
 
-# -- the typed line loader (stream-json) ------------------------------------------
+# -- lines of every kind the typed parse takes, odd ones too --------------------------
 
 _extra_value = st.recursive(
     _json_leaf | st.floats(allow_nan=False) | st.integers(),
@@ -168,10 +135,12 @@ def _delta_line(draw: st.DrawFn, wrapped: bool) -> bytes:
     return line
 
 
-def _read_all(codec: object, data: bytes, cuts: list[int], loader: bool) -> tuple[list[object], int]:
+def _read_all(codec: object, data: bytes, cuts: list[int]) -> tuple[list[object], int]:
+    # The plain path: orjson and the framing's rules, decode per object (decode_batch is
+    # the core's, their concatenation); the reference every fast path is held to.
     from agentrt._framing import JsonlReader, Malformed
 
-    reader = JsonlReader(codec.line_loader if loader else None)  # type: ignore[attr-defined]
+    reader = JsonlReader()
     events: list[object] = []
     bounds = [0, *sorted(set(cuts)), len(data)]
     for lo, hi in itertools.pairwise(bounds):
@@ -233,7 +202,7 @@ _mostly_plain = _usually("p", st.text(max_size=4) | _text_with_surrogates)
 
 @st.composite
 def _cli_other_line(draw: st.DrawFn) -> bytes:
-    # The other line kinds the CLI prints (typed by stream-json's loader), with odd values now and then.
+    # The other line kinds the CLI prints (stream-json's typed parse takes them), with odd values now and then.
     def value(usual: object) -> object:
         return draw(_usually(usual, _odd_value)) if draw(st.integers(0, 3)) == 0 else usual
 
@@ -316,24 +285,6 @@ _LINES = {
 }
 
 
-@pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
-@settings(max_examples=400, deadline=None)
-@given(data=st.data())
-def test_line_loader_gives_the_events_of_the_generic_parse(dialect: str, data: st.DataObject) -> None:
-    lines = data.draw(_LINES[dialect])
-    blob = b"\n".join(lines) + b"\n"
-    cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=4))
-    typed, typed_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=True)
-    generic, generic_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
-    assert typed_bad == generic_bad
-    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
-    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
-    # Whatever the agent wrote, every event (and its raw object) can be encoded, as every sink does.
-    for ev in typed:
-        orjson.dumps(to_json(ev))
-        orjson.dumps(ev.raw)  # type: ignore[attr-defined]
-
-
 _EDGE_LINES = [
     b'{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Read",'
     b'"input":{"limit":%s}}]}}' % number
@@ -351,78 +302,3 @@ _EDGE_LINES = [
     b'{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1}}',
     b'{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"error":"rate_limit"}',
 ]
-
-
-@pytest.mark.parametrize("line", _EDGE_LINES)
-def test_line_loader_edges_of_the_typed_line_kinds(line: bytes) -> None:
-    # Values msgspec would read otherwise than the framing (past 64 bits, nested, refused) send
-    # the line to the general path, so the events are those of the plain parse.
-    typed, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=True)
-    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=False)
-    assert typed and [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
-    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("source", [p.name for p in CAPTURES] + ["bench-corpus"])
-def test_line_loader_on_real_output(source: str) -> None:
-    if source == "bench-corpus":
-        blob = b"".join(line for _, line in _corpus_module().corpus_lines(3000, big_lines=False))
-    else:
-        blob = (SHARED / "fixtures" / "claude-code" / source).read_bytes()
-    cuts = list(range(0, len(blob), 4096))
-    codec = PLUGINS.dialect("stream-json").host_codec()
-    typed, _ = _read_all(codec, blob, cuts, loader=True)
-    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
-    lazy = [ev for ev in typed if type(ev._raw) is bytes]  # type: ignore[attr-defined]
-    if b'"text_delta"' in blob:
-        assert lazy, "the typed path was never taken"
-    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
-    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
-
-
-def test_line_loader_streams_a_whole_message() -> None:
-    # Every delta kind the typed path takes, in the order the CLI streams a reply
-    # with a tool call, then the complete lines that must not repeat it.
-    def delta(index: int, body: dict[str, object], msg: str | None = "msg_1") -> bytes:
-        obj: dict[str, object] = {
-            "type": "stream_event",
-            "event": {"type": "content_block_delta", "index": index, "delta": body},
-            "session_id": "s",
-            "uuid": "u",
-        }
-        if msg is not None:
-            obj["api_message_id"] = msg
-        return orjson.dumps(obj)
-
-    tape = [
-        b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}}}',
-        delta(0, {"type": "thinking_delta", "thinking": "let me "}),
-        delta(0, {"type": "thinking_delta", "thinking": "see"}, msg=None),
-        delta(0, {"type": "signature_delta", "signature": "sig"}),
-        delta(1, {"type": "text_delta", "text": "Reading "}),
-        delta(1, {"type": "text_delta", "text": "it."}, msg=None),
-        b'{"type":"stream_event","event":{"type":"content_block_start","index":2,'
-        b'"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}},"api_message_id":"msg_1"}',
-        delta(2, {"type": "input_json_delta", "partial_json": '{"file_path":'}),
-        delta(2, {"type": "input_json_delta", "partial_json": '"a.py"}'}, msg=None),
-        b'{"type":"stream_event","event":{"type":"content_block_stop","index":2},"api_message_id":"msg_1"}',
-        b'{"type":"assistant","message":{"id":"msg_1","content":[{"type":"thinking","thinking":"let me see"},'
-        b'{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"Read",'
-        b'"input":{"file_path":"a.py"}}]}}',
-        b'{"type":"result","subtype":"success","is_error":false,"result":"Reading it."}',
-    ]
-    blob = b"\n".join(tape) + b"\n"
-    typed, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [], loader=True)
-    generic, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [], loader=False)
-    assert [repr(ev) for ev in typed] == [repr(ev) for ev in generic]
-    assert [ev.raw for ev in typed] == [ev.raw for ev in generic]  # type: ignore[attr-defined]
-    kinds = [(ev.type, getattr(ev, "text", None) or getattr(ev, "input", None)) for ev in typed]  # type: ignore[attr-defined]
-    assert kinds == [
-        ("thinking_delta", "let me "),
-        ("thinking_delta", "see"),
-        ("text_delta", "Reading "),
-        ("text_delta", "it."),
-        ("tool_use", {"file_path": "a.py"}),
-        ("raw", None),  # the complete assistant line: all of it was streamed
-        ("turn_completed", None),
-    ]

@@ -5,7 +5,7 @@ framing hands a chunk's complete lines, unparsed, to the codec, which parses
 and decodes the lines it knows in one loop and gives the others to
 ``general`` (the framing's rules, then ``decode``).  It is held to the plain
 path (orjson, ``decode`` per object) on the same property-test lines, edge
-lines and real captures as the line loader, cut into chunks anywhere.
+lines and real captures, cut into chunks anywhere.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from agentrt._pump import decode_objects
 from agentrt.dialect import HostCodec, decodes_lines, make_text_delta, text_delta_slots
-from agentrt.events import TextDelta
+from agentrt.events import TextDelta, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize
 
 from .test_decode_batch import _EDGE_LINES, _LINES, CAPTURES, PLUGINS, SHARED, _corpus_module, _read_all
@@ -66,15 +66,21 @@ def test_decode_lines_gives_the_events_of_the_generic_parse(dialect: str, data: 
     blob = b"\n".join(lines) + b"\n"
     cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=4))
     fast, fast_bad = _read_lines(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
-    plain, plain_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
+    plain, plain_bad = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
     assert fast_bad == plain_bad
     _same(fast, plain)
+    # Whatever the agent wrote, every event (and its raw object) can be encoded, as every sink does.
+    for ev in fast:
+        orjson.dumps(to_json(ev))
+        orjson.dumps(ev.raw)
 
 
 @pytest.mark.parametrize("line", _EDGE_LINES)
 def test_decode_lines_edges_of_the_typed_line_kinds(line: bytes) -> None:
+    # Values msgspec would read otherwise than the framing (past 64 bits, nested, refused) send
+    # the line to the general path, so the events are those of the plain parse.
     fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [])
-    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [], loader=False)
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), line + b"\n", [])
     assert fast
     _same(fast, plain)
 
@@ -94,7 +100,7 @@ def test_decode_lines_on_real_output(dialect: str, source: str) -> None:
         )
     cuts = list(range(0, len(blob), 4096))
     fast, _ = _read_lines(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
-    plain, _ = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts, loader=False)
+    plain, _ = _read_all(PLUGINS.dialect(dialect).host_codec(), blob, cuts)
     if b'"text_delta"' in blob:
         assert any(type(ev) is TextDelta and type(ev._raw) is bytes for ev in fast), "the typed path was never taken"
     _same(fast, plain)
@@ -190,6 +196,56 @@ def test_a_long_streamed_message_keeps_few_pieces_and_the_same_events() -> None:
             assert len(kept[0]) + len(kept[1]) < 200
         chunk_lines = reader.feed_lines(blob[lo:hi])
         fast.extend(codec.decode_lines(chunk_lines, lambda line: decode_objects(codec, reader.parse(line))))
-    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts, loader=False)
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, cuts)
     _same(fast, plain)
     assert [ev.text for ev in fast[-1:]] == [" and more"]
+
+
+def test_decode_lines_streams_a_whole_message() -> None:
+    # Every delta kind the typed path takes, in the order the CLI streams a reply
+    # with a tool call, then the complete lines that must not repeat it.
+    def delta(index: int, body: dict[str, object], msg: str | None = "msg_1") -> bytes:
+        obj: dict[str, object] = {
+            "type": "stream_event",
+            "event": {"type": "content_block_delta", "index": index, "delta": body},
+            "session_id": "s",
+            "uuid": "u",
+        }
+        if msg is not None:
+            obj["api_message_id"] = msg
+        return orjson.dumps(obj)
+
+    tape = [
+        b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}}}',
+        delta(0, {"type": "thinking_delta", "thinking": "let me "}),
+        delta(0, {"type": "thinking_delta", "thinking": "see"}, msg=None),
+        delta(0, {"type": "signature_delta", "signature": "sig"}),
+        delta(1, {"type": "text_delta", "text": "Reading "}),
+        delta(1, {"type": "text_delta", "text": "it."}, msg=None),
+        b'{"type":"stream_event","event":{"type":"content_block_start","index":2,'
+        b'"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}},"api_message_id":"msg_1"}',
+        delta(2, {"type": "input_json_delta", "partial_json": '{"file_path":'}),
+        delta(2, {"type": "input_json_delta", "partial_json": '"a.py"}'}, msg=None),
+        b'{"type":"stream_event","event":{"type":"content_block_stop","index":2},"api_message_id":"msg_1"}',
+        b'{"type":"assistant","message":{"id":"msg_1","content":[{"type":"thinking","thinking":"let me see"},'
+        b'{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"Read",'
+        b'"input":{"file_path":"a.py"}}]}}',
+        b'{"type":"result","subtype":"success","is_error":false,"result":"Reading it."}',
+    ]
+    blob = b"\n".join(tape) + b"\n"
+    fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    # The typed path took the deltas and the complete lines: their events hold the line's bytes
+    # (until raw is read, as _same does).
+    assert [type(ev._raw) is bytes for ev in fast] == [True, True, True, True, False, True, True]
+    _same(fast, plain)
+    kinds = [(ev.type, getattr(ev, "text", None) or getattr(ev, "input", None)) for ev in fast]
+    assert kinds == [
+        ("thinking_delta", "let me "),
+        ("thinking_delta", "see"),
+        ("text_delta", "Reading "),
+        ("text_delta", "it."),
+        ("tool_use", {"file_path": "a.py"}),
+        ("raw", None),  # the complete assistant line: all of it was streamed
+        ("turn_completed", None),
+    ]

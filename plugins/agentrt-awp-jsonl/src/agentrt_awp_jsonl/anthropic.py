@@ -18,10 +18,9 @@ and no I/O: a codec never shares state with another through it.
 * **failures**: :func:`is_stable_code`, :func:`failure_code`,
   :func:`failure_message`;
 * **typed deltas**: the msgspec structs of a ``content_block_delta`` event
-  (:class:`BlockDelta` and its delta bodies), :func:`typed_loader` (the
-  factory of a dialect's ``line_loader``), :data:`load_block_delta` (the
-  loader of a bare delta line), and :data:`decode_block_delta` with
-  :data:`BLOCK_DELTA_PREFIX` (the same parse, for a codec's ``decode_lines``).
+  (:class:`BlockDelta` and its delta bodies), and :data:`decode_block_delta`
+  with :data:`BLOCK_DELTA_PREFIX` (the parse of a bare delta line, for a
+  codec's ``decode_lines``).
 
 Why typed deltas: most of a streaming reply's lines are content-block deltas.
 Parsing one into dicts builds two dicts and several strings, of which the
@@ -86,10 +85,8 @@ __all__ = [
     "JsonDelta",
     "SignatureDelta",
     "BlockDelta",
-    "typed_loader",
     "BLOCK_DELTA_PREFIX",
     "decode_block_delta",
-    "load_block_delta",
 ]
 
 #: The graceful-shutdown line of the AWP contract (both dialects read and write it).
@@ -381,33 +378,9 @@ class BlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc
     delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
 
 
-def typed_loader(prefix: bytes, decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
-    """A ``line_loader``: ``(decode(line), line)`` for a line that starts with ``prefix`` and decodes; else orjson.
-
-    ``decode`` is a msgspec decoder's ``decode``.  The loader raises
-    ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson refuses, so
-    that the framing's lenient path takes it.
-    """
-    loads = orjson.loads
-    error = msgspec.DecodeError  # ValidationError is a subclass
-
-    def load_line(line: bytes) -> Any:
-        if line.startswith(prefix):
-            try:
-                return (decode(line), line)
-            except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
-                pass
-        return loads(line)
-
-    return load_line
-
-
 #: How a bare content-block delta line starts, as the agent writes it (these keys first, as
 #: every awp-jsonl CLI seen does); a line that starts otherwise is parsed generically without trying.
 BLOCK_DELTA_PREFIX = b'{"type":"content_block_delta",'
 
 #: A bare content-block delta line into a :class:`BlockDelta`; raises ``msgspec.DecodeError`` for any other line.
 decode_block_delta: Callable[[bytes], BlockDelta] = msgspec.json.Decoder(BlockDelta).decode
-
-#: ``(BlockDelta, line)`` for a bare content-block delta line msgspec accepts, else the parsed JSON.
-load_block_delta = typed_loader(BLOCK_DELTA_PREFIX, decode_block_delta)

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from agentrt.dialect import Dialect, HostCodec, Turn, make_text_delta, text_delta_slots
+from agentrt.dialect import Dialect, HostCodec, Turn, text_delta_slots
 from agentrt.events import (
     Event,
     RawEvent,
@@ -53,7 +53,6 @@ from .anthropic import (
     encode_user_line,
     failure_code,
     failure_message,
-    load_block_delta,
     session_started,
     tool_results,
     tool_use_event,
@@ -82,8 +81,6 @@ class AwpHostCodec(HostCodec):
     def __init__(self) -> None:
         self.session_id: str | None = None
         self._pending_usage: Usage | None = None
-        # The fast path's typed first parse of delta lines (see .anthropic).
-        self.line_loader = load_block_delta
         self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
             "system": self._system,
             "assistant": self._assistant,
@@ -107,49 +104,13 @@ class AwpHostCodec(HostCodec):
         """``{"type":"shutdown"}``."""
         return SHUTDOWN_LINE
 
-    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
-        """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
-
-        Same events as calling :meth:`decode` per object, without a call and a
-        tuple per text delta (most lines of a streaming reply).
-        """
-        out: list[Event] = []
-        append = out.append
-        decode = self.decode
-        make = make_text_delta
-        for obj in objs:
-            if type(obj) is tuple:  # a delta line line_loader decoded typed
-                typed, line = obj
-                delta = typed.delta
-                if type(delta) is TextDeltaBody:
-                    if delta.text:
-                        append(make(delta.text, typed.index, line))
-                elif type(delta) is ThinkingDeltaBody and delta.thinking:
-                    append(ThinkingDelta(text=delta.thinking, index=typed.index, raw=line))
-                continue  # input_json_delta and signature_delta give no event
-            # A non-object raises TypeError on a string key, a missing key
-            # KeyError: either way the line takes the general path.
-            try:
-                if obj["type"] == "content_block_delta":
-                    delta = obj["delta"]
-                    if delta["type"] == "text_delta":
-                        text = delta["text"]
-                        index = obj["index"]
-                        if type(text) is str and text and type(index) is int:
-                            append(make(text, index, obj))
-                            continue
-            except (KeyError, TypeError):
-                pass
-            out.extend(decode(obj))
-        return out
-
     def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
         """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
 
         A bare delta line msgspec takes is decoded from its struct at once,
         text deltas inline; every other line goes to ``general`` (the
-        framing's parse, then :meth:`decode`).  Same events as the line
-        loader and :meth:`decode_batch`, one loader call and tuple less per line.
+        framing's parse, then :meth:`decode`).  Same events as :meth:`decode`
+        on each line's plain parse.
         """
         out: list[Event] = []
         append = out.append
@@ -180,9 +141,7 @@ class AwpHostCodec(HostCodec):
         return out
 
     def decode(self, obj: Any) -> Sequence[Event]:
-        """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
-        if type(obj) is tuple:
-            return self.decode_batch((obj,))
+        """Events for one parsed output object; never raises."""
         return dispatch(self._dispatch, obj)
 
     # handlers

@@ -29,9 +29,6 @@ from agentrt_awp_jsonl.anthropic import (
 
 from ._host_messages import _CompleteMessages
 from ._host_stream import _UNSET, _StreamedDeltas
-from ._typed import (
-    load_line,
-)
 
 __all__ = ["StreamJsonHostCodec", "permission_response"]
 
@@ -81,8 +78,6 @@ class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
         # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
         self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
         self._tools_emitted: set[str] = set()
-        # The fast path's typed first parse of delta lines (see _typed).
-        self.line_loader = load_line
         self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
             "system": self._system,
             "assistant": self._assistant,
@@ -111,9 +106,7 @@ class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
         return SHUTDOWN_LINE
 
     def decode(self, obj: Any) -> Sequence[Event]:
-        """Events for one output object (or one line :attr:`line_loader` decoded typed); never raises."""
-        if type(obj) is tuple:
-            return self.decode_batch((obj,))
+        """Events for one parsed output object; never raises."""
         return dispatch(self._dispatch, obj)
 
     # -- control requests -------------------------------------------------

@@ -1,7 +1,7 @@
 """stream-json host side: the streamed deltas (``stream_event`` lines), text deltas on the hot path.
 
 A mixin of :class:`agentrt_stream_json._host.StreamJsonHostCodec` (the state
-stays on the codec): :meth:`decode_batch` inlines text-delta lines, the other
+stays on the codec): :meth:`decode_lines` inlines text-delta lines, the other
 raw events record what was streamed so that the complete ``assistant`` line
 adds only the rest (:mod:`agentrt_stream_json._host_messages`).
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
-from agentrt.dialect import make_text_delta, text_delta_slots
+from agentrt.dialect import text_delta_slots
 from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
 from agentrt.labels import tool_label
 
@@ -44,8 +44,6 @@ class _StreamedDeltas:
 
     if TYPE_CHECKING:
 
-        def decode(self, obj: Any) -> Sequence[Event]: ...
-
         def _typed_line(self, typed: Any, line: bytes) -> Sequence[Event]: ...
 
     # -- streamed raw events -----------------------------------------------
@@ -57,88 +55,17 @@ class _StreamedDeltas:
         if type(ev) is not dict:
             return (RawEvent(name="stream_event", raw=obj),)
         # Text deltas one object at a time take the general path; the per-chunk
-        # hot path (decode_batch) inlines them.
+        # hot path (decode_lines) inlines them.
         return self._raw_event(obj, ev)
-
-    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
-        """Events for one chunk's objects: text-delta lines inlined, the rest via :meth:`decode`.
-
-        Text deltas are most lines of a streaming reply; handling them here
-        saves two calls and a tuple per line (the host path's budget is about a
-        microsecond and a half per line, JSON parsing included).  Same events
-        as calling :meth:`decode` per object.  A ``(StreamDelta, line)`` pair
-        from :attr:`line_loader` is a delta line decoded typed: its events carry
-        the line itself as ``raw`` (bytes, parsed on first read).
-        """
-        out: list[Event] = []
-        append = out.append
-        decode = self.decode
-        make = make_text_delta
-        # The codec's streaming state, in locals for the loop (refreshed after
-        # every line the general path handles).
-        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
-        for obj in objs:
-            # Either path below finds (text, index, message id, raw) of a text
-            # delta, or hands the line to the general path and goes on.
-            if type(obj) is tuple:  # decoded typed by line_loader
-                typed, raw = obj
-                if type(typed) is not StreamDelta:
-                    out.extend(self._typed_line(typed, raw))
-                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
-                    continue
-                ev = typed.event
-                delta = ev.delta
-                if type(delta) is not TextDeltaBody:
-                    out.extend(self._typed_delta(typed, raw))
-                    continue
-                text = delta.text
-                if not text:
-                    continue
-                index = ev.index
-                msg = typed.api_message_id
-            else:
-                # Subscripts, not .get: a JSON value that is not an object raises
-                # TypeError on a string key, a missing key KeyError, and either
-                # sends the line down the general path, as does any other shape.
-                text = None
-                try:
-                    if obj["type"] == "stream_event":
-                        ev = obj["event"]
-                        if ev["type"] == "content_block_delta":
-                            delta = ev["delta"]
-                            if delta["type"] == "text_delta":
-                                text, index = delta["text"], ev["index"]
-                                msg = obj.get("api_message_id")
-                except (KeyError, TypeError):
-                    text = None
-                # A message id of another JSON type (even an unhashable one) takes
-                # the general path, which treats it the same way.
-                if not (type(text) is str and text and type(index) is int and (msg is None or type(msg) is str)):
-                    out.extend(decode(obj))
-                    # The general path may have started a message or ended the turn.
-                    message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
-                    continue
-                raw = obj
-            msg = msg or message_id
-            if msg != text_msg:
-                text_msg, blocks = msg, self._text_message(msg)
-            parts = blocks.get(index)
-            if parts is None:
-                blocks[index] = [text]
-            else:
-                parts.append(text)
-            append(make(text, index, raw))
-        return out
 
     def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
         """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
 
         Each line msgspec takes into one of the typed line kinds
-        (:func:`~agentrt_stream_json._typed.load_line`'s) is decoded from
-        its struct at once, text deltas inline; every other line goes to
+        (:func:`~agentrt_stream_json._typed.decode_typed_line`'s) is decoded
+        from its struct at once, text deltas inline; every other line goes to
         ``general`` (the framing's parse, then :meth:`decode`).  Same events as
-        the line loader and :meth:`decode_batch`, without a ``(struct,
-        line)`` tuple, a loader call and a second loop per line.
+        :meth:`decode` on each line's plain parse.
         """
         out: list[Event] = []
         append = out.append

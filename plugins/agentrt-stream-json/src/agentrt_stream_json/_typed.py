@@ -43,7 +43,6 @@ __all__ = [
     "UserLine",
     "ToolArgs",
     "decode_typed_line",
-    "load_line",
     "loads_raw",
 ]
 
@@ -132,7 +131,7 @@ class RateLimitLine(msgspec.Struct, tag="rate_limit_event", tag_field="type", gc
 # itself, in C, wherever the key is.  A line of another type (or a
 # ``stream_event`` of another event) fails at once or partway and is parsed by
 # orjson; measured against a prefix check and one decoder per kind, this saves
-# about a tenth of the loader's time on deltas and on the mix alike.
+# about a tenth of the typed parse's time on deltas and on the mix alike.
 _decode_line = msgspec.json.Decoder(Union[StreamDelta, AssistantLine, UserLine, ResultLine, RateLimitLine]).decode
 #: One line into the struct of its kind; raises ``msgspec.DecodeError`` for any other line.
 decode_typed_line = _decode_line
@@ -194,15 +193,3 @@ class _Parsed:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-def load_line(line: bytes) -> Any:
-    """``(struct, line)`` for a line msgspec accepts into one of the structs above, else the parsed JSON.
-
-    Raises ``orjson.JSONDecodeError`` (a ``ValueError``) for a line orjson
-    refuses, so that the framing's lenient path takes it.
-    """
-    try:
-        return (_decode_line(line), line)
-    except (_error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
-        return _loads(line)
