@@ -16,8 +16,9 @@ import pytest
 from agentrt import _lazyjson
 from agentrt._eventjson import event_line
 from agentrt._plugins import Plugins
+from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment
-from agentrt.events import ToolResult, ToolUse, from_json, to_json
+from agentrt.events import Diagnostic, ToolResult, ToolUse, from_json, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, parse_fragment
 
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl,stream-json"})
@@ -54,10 +55,21 @@ _VALUES = [
 ]
 
 
+def _decode_lines(codec: Any, blob: bytes) -> list[Any]:
+    # As the pump reads a codec that decodes whole chunks: its lines unparsed to
+    # decode_lines, the lines it does not take through the framing and decode.
+    reader = JsonlReader()
+    return codec.decode_lines(reader.feed_lines(blob), lambda line: decode_objects(codec, reader.parse(line)))
+
+
 def _events(line: bytes, typed: bool) -> list[Any]:
+    # typed: the host path (decode_lines, typed parse first); else the plain parse and decode.
     codec = PLUGINS.dialect("stream-json").host_codec()
-    reader = JsonlReader(codec.line_loader if typed else None)
-    objs = reader.feed(line + b"\n")
+    if typed:
+        events = _decode_lines(codec, line + b"\n")
+        assert not any(type(ev) is Diagnostic for ev in events)
+        return events
+    objs = JsonlReader().feed(line + b"\n")
     assert objs and not any(type(obj) is Malformed for obj in objs)
     return list(codec.decode_batch(objs))
 
@@ -143,8 +155,10 @@ def test_a_too_deeply_nested_line_is_malformed_not_a_crash(dialect: str, head: b
     # line then takes the framing's lenient path like any line orjson refuses.
     line = head + b"[" * 3000 + b"]" * 3000 + b"}\n"
     codec = PLUGINS.dialect(dialect).host_codec()
-    objs = JsonlReader(codec.line_loader).feed(line + b'{"type":"result","subtype":"success"}\n')
-    assert len(objs) == 2 and type(objs[0]) is Malformed  # and the next line still read
+    events = _decode_lines(codec, line + b'{"type":"result","subtype":"success"}\n')
+    # The line is a malformed-line diagnostic, and the next line is still read.
+    assert [ev.type for ev in events] == ["diagnostic", "turn_completed"]
+    assert events[0].code == "malformed_output_line"
 
 
 @pytest.mark.parametrize(

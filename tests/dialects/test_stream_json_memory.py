@@ -8,7 +8,9 @@ import tracemalloc
 import orjson
 
 from agentrt._plugins import Plugins
-from agentrt.events import Diagnostic, TextDelta
+from agentrt._pump import decode_objects
+from agentrt.events import Diagnostic, Event, TextDelta
+from agentrt.lowlevel import JsonlReader
 
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"})
 
@@ -29,13 +31,16 @@ def _assistant(msg: str, text: str) -> bytes:
 
 def test_a_finished_message_is_kept_as_one_string_per_block_and_still_deduplicated() -> None:
     codec = PLUGINS.dialect("stream-json").host_codec()
-    load = codec.line_loader
+    reader = JsonlReader()
     pieces = [f"p{i:05d}." for i in range(20_000)]  # 140 KB of text in 20,000 deltas
+
+    def general(line: bytes) -> list[Event]:
+        return decode_objects(codec, reader.parse(line))
 
     def feed(lines: list[bytes]) -> list[object]:
         events: list[object] = []
-        for start in range(0, len(lines), 500):  # chunks, as the pump hands them over
-            events.extend(codec.decode_batch([load(line) for line in lines[start : start + 500]]))
+        for start in range(0, len(lines), 500):  # chunks of lines, as the pump hands them to decode_lines
+            events.extend(codec.decode_lines(lines[start : start + 500], general))
         return events
 
     gc.collect()
