@@ -37,13 +37,18 @@ from bench._rounds import Figures, interleave, load_text, print_summary, summari
 
 def _decode(blob: bytes) -> list[Any]:
     from agentrt import Plugins
+    from agentrt._pump import decode_objects
     from agentrt.lowlevel import JsonlReader
 
     codec = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"}).dialect("stream-json").host_codec()
-    reader = JsonlReader(codec.line_loader)
+    reader = JsonlReader()
     events: list[Any] = []
-    for start in range(0, len(blob), 1 << 18):  # the pump's bulk reads
-        events.extend(codec.decode_batch(reader.feed(blob[start : start + (1 << 18)])))
+
+    def general(line: bytes) -> Any:
+        return decode_objects(codec, reader.parse(line))
+
+    for start in range(0, len(blob), 1 << 18):  # the pump's bulk reads, through its decode_lines
+        events.extend(codec.decode_lines(reader.feed_lines(blob[start : start + (1 << 18)]), general))
     return events
 
 

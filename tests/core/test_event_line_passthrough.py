@@ -23,6 +23,7 @@ from agentrt._eventjson import event_line
 from agentrt._jsonpass import BUDGET, fragment_bytes
 from agentrt._lazyjson import stored_getter
 from agentrt._plugins import Plugins
+from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment
 from agentrt.events import ToolResult, ToolUse, to_json
 from agentrt.lowlevel import JsonlReader, parse_fragment
@@ -212,7 +213,11 @@ def test_the_corpus_tool_payloads_are_written_through_as_the_old_bytes() -> None
     plugins = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"})
     blob = b"".join(_corpus_lines())
     typed_codec = plugins.dialect("stream-json").host_codec()
-    typed = list(typed_codec.decode_batch(JsonlReader(typed_codec.line_loader).feed(blob)))
+    # The host path's typed parse: decode_lines, as the pump reads stream-json.
+    reader = JsonlReader()
+    typed = typed_codec.decode_lines(
+        reader.feed_lines(blob), lambda line: decode_objects(typed_codec, reader.parse(line))
+    )
     plain_codec = plugins.dialect("stream-json").host_codec()
     plain = list(plain_codec.decode_batch(JsonlReader().feed(blob)))
     lines = [event_line(ev) for ev in typed]

@@ -323,20 +323,37 @@ def test_lone_surrogate_escapes_become_replacement_characters(escaped: bytes, te
 
 
 def _typed_loader() -> Any:
+    # A first parse as a codec's line_loader makes one: msgspec into a struct, else orjson.
     import msgspec
 
-    from agentrt_awp_jsonl.anthropic import BlockDelta, typed_loader
+    from agentrt_awp_jsonl.anthropic import BlockDelta
 
-    return typed_loader(b'{"type":', msgspec.json.Decoder(BlockDelta).decode)
+    decode = msgspec.json.Decoder(BlockDelta).decode
+
+    def loads(line: bytes) -> Any:
+        if line.startswith(b'{"type":'):
+            try:
+                return (decode(line), line)
+            except msgspec.DecodeError:
+                pass
+        return orjson.loads(line)
+
+    return loads
 
 
 def test_lone_surrogate_in_a_typed_delta_line_is_repaired_on_both_paths() -> None:
-    from agentrt_awp_jsonl.anthropic import load_block_delta as load_line
+    from agentrt._plugins import Plugins
+    from agentrt._pump import decode_objects
 
     line = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \\ud83d"}}'
     want = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi \ufffd"}}
-    assert JsonlReader(load_line).feed(line + b"\n") == [want]
     assert JsonlReader().feed(line + b"\n") == [want]
+    # awp-jsonl's chunk-at-a-time path: msgspec refuses the line, the framing repairs it.
+    codec = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl"}).dialect("awp-jsonl").host_codec()
+    reader = JsonlReader()
+    events = codec.decode_lines(reader.feed_lines(line + b"\n"), lambda one: decode_objects(codec, reader.parse(one)))
+    assert [(ev.type, getattr(ev, "text", None)) for ev in events] == [("text_delta", "hi \ufffd")]
+    assert events[0].raw == want
 
 
 # --- on_oversize="skip": a long line is a marker, not the end of the stream ---
