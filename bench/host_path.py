@@ -187,7 +187,9 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
         return time.process_time() - t0
 
     def batch_host(codec: Any = None, rules: Any = None) -> float:
-        # The line loader and decode_batch: the path before decode_lines (and of other codecs).
+        # The framing's parse (a codec's line_loader when it has one, else orjson) and
+        # decode_batch: the path of a codec without decode_lines, and for awp-jsonl and
+        # stream-json the plain parse their decode_lines is measured against.
         if rules is None:
             rules = TurnRules()
             rules.input_sent()
@@ -217,8 +219,8 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
         "inprocess_us_per_line": best_host / n * 1e6,
         "orjson_us_per_line": best_floor / n * 1e6,
         "inprocess_vs_orjson": best_host / best_floor,
-        "batch_us_per_line": best_batch / n * 1e6,
-        "lines_vs_batch": best_host / best_batch,
+        "plain_us_per_line": best_batch / n * 1e6,
+        "lines_vs_plain": best_host / best_batch,
     }
 
 
@@ -282,30 +284,37 @@ def event_build_costs(repeat: int = 7, n: int = 100_000) -> dict[str, float]:
     return {f"event_build_ns_{name}": (seconds - base) / n * 1e9 for name, seconds in best.items()}
 
 
-def mix_loader_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
-    """CPU µs per mix line of stream-json's pure host path: every line kind typed vs deltas only.
+def mix_lines_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
+    """CPU µs per mix line of stream-json's pure host path: ``decode_lines`` vs the plain parse.
 
-    The second loader is the one stream-json had before the other line kinds
-    were typed (content-block deltas through msgspec, every other line through
-    orjson into dicts), so the ratio is a before/after measured in the same
-    run, interleaved, best of ``repeat``.
+    ``decode_lines`` types every line kind the CLI prints (tool payloads kept as
+    bytes); the plain parse is orjson into dicts and ``decode`` per object.
+    Interleaved, best of ``repeat``.
     """
-    import msgspec
-
     from agentrt import Plugins
+    from agentrt._pump import decode_objects
     from agentrt.lowlevel import JsonlReader
-    from agentrt_awp_jsonl.anthropic import typed_loader
-    from agentrt_stream_json.codec import StreamDelta
 
     dialect = Plugins(autoload=True).dialect("stream-json")
-    deltas_only = typed_loader(
-        b'{"type":"stream_event","event":{"type":"content_block_delta",', msgspec.json.Decoder(StreamDelta).decode
-    )
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
 
-    def host(loader: Any) -> float:
+    def lines() -> float:
         codec = dialect.host_codec()
-        reader = JsonlReader(loader if loader is not None else codec.line_loader)
+        reader = JsonlReader()
+
+        def general(line: bytes) -> list[Any]:
+            return decode_objects(codec, reader.parse(line))
+
+        t0 = time.process_time()
+        for chunk in chunks:
+            got = reader.feed_lines(chunk)
+            if got:
+                codec.decode_lines(got, general)
+        return time.process_time() - t0
+
+    def plain() -> float:
+        codec = dialect.host_codec()
+        reader = JsonlReader()
         t0 = time.process_time()
         for chunk in chunks:
             objs = reader.feed(chunk)
@@ -313,15 +322,15 @@ def mix_loader_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
                 codec.decode_batch(objs)
         return time.process_time() - t0
 
-    best_all = best_deltas = float("inf")
+    best_lines = best_plain = float("inf")
     for _ in range(repeat):
-        best_all = min(best_all, host(None))
-        best_deltas = min(best_deltas, host(deltas_only))
+        best_lines = min(best_lines, lines())
+        best_plain = min(best_plain, plain())
     n = blob.count(b"\n")
     return {
-        "mix_typed_us_per_line": best_all / n * 1e6,
-        "mix_deltas_only_us_per_line": best_deltas / n * 1e6,
-        "mix_typed_vs_deltas_only": best_all / best_deltas,
+        "mix_typed_us_per_line": best_lines / n * 1e6,
+        "mix_plain_us_per_line": best_plain / n * 1e6,
+        "mix_typed_vs_plain": best_lines / best_plain,
     }
 
 
@@ -347,7 +356,7 @@ def orjson_seconds(blob: bytes, repeat: int = 5) -> float:
 
 
 def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
-    """Bytes of memory per text-delta event still held after decoding, typed line loader vs plain parse.
+    """Bytes of memory per text-delta event still held after decoding, ``decode_lines`` vs plain parse.
 
     A caller that keeps a turn's events (``TurnStream.result()`` does) keeps
     each event's ``raw``: the parsed dicts with the plain parse, the line's
@@ -357,6 +366,7 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
     import tracemalloc
 
     from agentrt import Plugins
+    from agentrt._pump import decode_objects
     from agentrt.lowlevel import JsonlReader
 
     dialect = Plugins(autoload=True).dialect(protocol)
@@ -364,12 +374,19 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
 
     def held(typed: bool) -> tuple[float, int]:
         codec = dialect.host_codec()
-        reader = JsonlReader(codec.line_loader if typed else None)
+        reader = JsonlReader()
+
+        def general(line: bytes) -> list[Any]:
+            return decode_objects(codec, reader.parse(line))
+
         events: list[Any] = []
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         for chunk in chunks:
-            events.extend(codec.decode_batch(reader.feed(chunk)))
+            if typed:  # the host path: the chunk's lines to decode_lines
+                events.extend(codec.decode_lines(reader.feed_lines(chunk), general))
+            else:
+                events.extend(codec.decode_batch(reader.feed(chunk)))
         used = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
         texts.append(sum(sys.getsizeof(ev.text) for ev in events if hasattr(ev, "text")) / len(events))
@@ -514,7 +531,7 @@ def _measure(rounds: int, blob: bytes, path: str, small: bytes, small_path: str,
     pure_awp = inprocess_costs(_awp_lines(small), "awp-jsonl")
     out.update({f"small_delta_awp_jsonl_{k}": v for k, v in pure_awp.items()})
     out.update(event_build_costs())
-    out.update(mix_loader_costs(blob))
+    out.update(mix_lines_costs(blob))
     ceiling = statistics.median(f["wall_s"] for f in mix_runs["bare"]) + orjson_seconds(blob)
     out["full_parse_ceiling_s"] = ceiling
     return out
