@@ -301,4 +301,7 @@ _EDGE_LINES = [
     b'{"type":"result","subtype":"success","is_error":false,"uuid":"\xff","usage":{"input_tokens":1}}',
     b'{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1}}',
     b'{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"error":"rate_limit"}',
+    # A wrapped event without its type is no delta (msgspec would not require a lone struct's tag).
+    b'{"type":"stream_event","event":{"index":0,"delta":{"type":"text_delta","text":"x"}}}',
+    b'{"type":"stream_event","event":{"index":0,"delta":{"type":"text_delta","text":""}}}',
 ]

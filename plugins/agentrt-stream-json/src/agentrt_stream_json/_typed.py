@@ -27,7 +27,7 @@ import msgspec
 import orjson
 
 from agentrt.lowlevel import parse_fragment
-from agentrt_awp_jsonl.anthropic import BlockDelta, JsonDelta, TextDeltaBody, ThinkingDeltaBody
+from agentrt_awp_jsonl.anthropic import JsonDelta, SignatureDelta, TextDeltaBody, ThinkingDeltaBody
 
 __all__ = [
     "AssistantLine",
@@ -47,10 +47,19 @@ __all__ = [
 ]
 
 
+class _WrappedBlockDelta(msgspec.Struct, gc=False):
+    # BlockDelta's shape with its type a plain field, not a tag: msgspec does not
+    # require the tag of a lone tagged struct, and an event without "type" is no
+    # delta (the plain parse makes the line a raw stream_event).
+    type: Literal["content_block_delta"]
+    index: int
+    delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
+
+
 class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False):
     """A ``stream_event`` line wrapping a content-block delta (other keys are skipped)."""
 
-    event: BlockDelta
+    event: _WrappedBlockDelta
     api_message_id: Union[str, None] = None
 
 
