@@ -55,7 +55,10 @@ def _labels(events: list[Event]) -> list[str]:
     return out
 
 
-async def _pump(code: str, *, keep_reading: bool, exit_grace: float = 2.0) -> tuple[Any, list[str], list[str]]:
+async def _pump(
+    code: str, *, keep_reading: bool, exit_grace: float = 2.0, codec: HostCodec | None = None
+) -> tuple[Any, list[str], list[str]]:
+    """``code``'s output through ``codec`` (the fixture codec by default): result, labels, labels before oversize."""
     seen: list[Event] = []
     before_oversize: list[Event] = []
 
@@ -74,7 +77,7 @@ async def _pump(code: str, *, keep_reading: bool, exit_grace: float = 2.0) -> tu
                 return keep_reading
 
             result = await pump_events(
-                proc, FixtureCodec(), on_events, on_oversize=on_oversize, exit_grace=exit_grace
+                proc, codec or FixtureCodec(), on_events, on_oversize=on_oversize, exit_grace=exit_grace
             )
             await proc.stop()
     return result, _labels(seen), _labels(before_oversize)

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
-import trio
 
 from agentrt.dialect import HostCodec, Turn, decodes_lines
-from agentrt.events import Diagnostic, Event, Status
-from agentrt.lowlevel import MALFORMED_LINE, open_process, pump_events
+from agentrt.events import Event, Status
+from agentrt.lowlevel import MALFORMED_LINE
 
-from .test_pump import FLOOD, _labels, py
+from .test_pump import FLOOD
+from .test_pump import _pump as _pump_with
 
 
 class LinesCodec(HostCodec):
@@ -49,27 +49,9 @@ class LinesCodec(HostCodec):
 
 
 async def _pump(code: str, *, keep_reading: bool) -> tuple[Any, list[str], list[str], LinesCodec]:
-    seen: list[Event] = []
-    before_oversize: list[Event] = []
     codec = LinesCodec()
-
-    async def on_events(events: list[Event]) -> None:
-        seen.extend(events)
-
-    with trio.fail_after(60):  # a hang guard only
-        async with open_process(py(code)) as proc:
-
-            async def on_oversize(before: list[Event]) -> bool:
-                before_oversize.extend(before)
-                seen.extend(before)
-                seen.append(Diagnostic(code="oversize"))
-                if keep_reading:
-                    await proc.send(b"go\n")
-                return keep_reading
-
-            result = await pump_events(proc, codec, on_events, on_oversize=on_oversize)
-            await proc.stop()
-    return result, _labels(seen), _labels(before_oversize), codec
+    result, seen, before_oversize = await _pump_with(code, keep_reading=keep_reading, codec=codec)
+    return result, seen, before_oversize, codec
 
 
 def test_only_a_codec_that_overrides_decode_lines_takes_the_path() -> None:
