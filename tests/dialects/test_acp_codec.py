@@ -404,7 +404,8 @@ TYPED_CASES = [
 
 @pytest.mark.parametrize("loaded", [False, True], ids=["plain", "replaying"])
 def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
-    from agentrt._framing import JsonlReader
+    from agentrt._framing import JsonlReader, Malformed
+    from agentrt._pump import decode_objects
 
     blob = (
         b"\n".join([*TYPED_CASES, *(CAPTURES / "ts_example_allow.stdout.jsonl").read_bytes().splitlines()[2:]]) + b"\n"
@@ -413,13 +414,24 @@ def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
     def read(typed: bool) -> list[tuple[str, Any]]:
         codec = _ready()
         codec._updates.replaying = loaded
-        reader = JsonlReader(codec.line_loader if typed else None)
-        events = codec.decode_batch(reader.feed(blob))
+        reader = JsonlReader()
+        if typed:  # the chunk-at-a-time path, as the pump takes it
+
+            def general(line: bytes) -> list[Event]:
+                return decode_objects(codec, [obj for obj in reader.parse(line) if type(obj) is not Malformed])
+
+            events = codec.decode_lines(reader.feed_lines(blob), general)
+        else:
+            events = codec.decode_batch(reader.feed(blob))
         return [(repr(ev), ev.raw) for ev in events]
 
     typed, plain = read(True), read(False)
     assert typed == plain
     assert any("hello" in r for r, _ in plain) is not loaded  # replayed history is no reply text
-    # The hot line did take the typed path.
-    codec = _ready()
-    assert type(codec.line_loader(_chunk_line("hello"))) is tuple  # type: ignore[misc]
+
+    # The hot line did take the typed path: no general parse, the line itself kept as raw.
+    def never(line: bytes) -> list[Event]:
+        raise AssertionError(f"the general path took {line!r}")
+
+    (event,) = _ready().decode_lines([_chunk_line("hello")], never)
+    assert type(event) is TextDelta and type(event._raw) is bytes

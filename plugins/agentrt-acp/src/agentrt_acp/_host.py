@@ -15,14 +15,14 @@ found``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 import orjson
 import trio
 
-from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn, make_text_delta
+from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn, text_delta_slots
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -40,7 +40,7 @@ from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, rpc_error_code
 from ._rpc import dumps as _dumps
 from ._rpc import rpc_message as _rpc_message
 from ._rpc import usage_of as _usage
-from ._typed import load_line
+from ._typed import CHUNK_PREFIX, decode_chunk_line
 from ._updates import UpdateDecoder
 
 __all__ = ["AcpHostCodec", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
@@ -69,8 +69,6 @@ class AcpHostCodec(HostCodec):
         #: The session the agent opened (or loaded), once it has.
         self.session_id: str | None = None
         self._updates = UpdateDecoder()
-        # Typed first parse of text-chunk lines (see _typed).
-        self.line_loader = load_line
 
     # -- configuration and encoding ------------------------------------------
     def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
@@ -199,41 +197,54 @@ class AcpHostCodec(HostCodec):
         return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
 
     # -- decoding --------------------------------------------------------------
-    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
-        """Events for one chunk's messages: typed text-chunk lines inlined, the rest via :meth:`decode`.
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
 
-        Same events as :meth:`decode` per message; a ``(ChunkLine, line)`` pair
-        from :attr:`line_loader` gives a ``TextDelta`` whose ``raw`` is the line.
+        A text-chunk notification msgspec takes (see ``_typed``) becomes
+        a ``TextDelta`` at once, its ``raw`` the line; every other line goes
+        to ``general`` (the framing's parse, then :meth:`decode`), as does a
+        chunk line :meth:`decode` would not make a text delta of (empty text,
+        a request id, another session, replayed history).  Same events as
+        :meth:`decode` on each line's plain parse.
         """
         out: list[Event] = []
         append = out.append
         updates = self._updates
-        make = make_text_delta
+        prefix = CHUNK_PREFIX
+        decode_chunk = decode_chunk_line
+        error = msgspec.DecodeError  # ValidationError is a subclass
         unset = msgspec.UNSET
-        for obj in objs:
-            if type(obj) is tuple:
-                typed, line = obj
-                params = typed.params
-                text = params.update.content.text
-                sid = self.session_id
-                if (
-                    text
-                    and typed.id is unset
-                    and typed.method == "session/update"
-                    and not updates.replaying
-                    and (sid is None or params.sessionId == sid)
-                ):
-                    updates.in_text = True
-                    append(make(text, updates.index, line))
-                    continue
-                obj = orjson.loads(line)
-            out.extend(self.decode(obj))
+        new, set_text, set_index, set_raw = text_delta_slots()
+        sid = self.session_id
+        for line in lines:
+            if line.startswith(prefix) and not updates.replaying:
+                try:
+                    typed = decode_chunk(line)
+                except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
+                    pass
+                else:
+                    params = typed.params
+                    text = params.update.content.text
+                    # A duplicate "method" key later in the line wins, as in the plain parse.
+                    if (
+                        text
+                        and typed.id is unset
+                        and typed.method == "session/update"
+                        and (sid is None or params.sessionId == sid)
+                    ):
+                        updates.in_text = True
+                        event = new()
+                        set_text(event, text)
+                        set_index(event, updates.index)
+                        set_raw(event, line)
+                        append(event)
+                        continue
+            out.extend(general(line))
+            sid = self.session_id  # a response may have opened the session
         return out
 
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one JSON-RPC message from the agent."""
-        if type(obj) is tuple:  # a typed line (line_loader), one at a time
-            return self.decode_batch([obj])
         if type(obj) is not dict:
             return (Diagnostic(code="unexpected_output_shape", detail="not a JSON-RPC message object", raw=obj),)
         method = obj.get("method")

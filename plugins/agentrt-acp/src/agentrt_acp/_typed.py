@@ -3,9 +3,10 @@
 Most lines of a streamed reply are these.  msgspec decodes one straight into
 small structs (skipping, but still validating, every field no event uses)
 instead of building four dicts; the event keeps the line's bytes as ``raw``.
-A line is taken only when msgspec accepts it whole, else it is parsed by
-orjson as usual, so the events are the same either way (``check_dialect``
-clause 9 and the codec tests check it).
+The host codec's ``decode_lines`` takes a line only when it starts with
+:data:`CHUNK_PREFIX` and msgspec accepts it whole; any other line goes to the
+framing's plain parse, so the events are the same either way
+(``check_dialect`` clause 9 and the codec tests check it).
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import orjson
 
-__all__ = ["ChunkLine", "load_line"]
+__all__ = ["ChunkLine", "CHUNK_PREFIX", "decode_chunk_line"]
 
 
 class _Text(msgspec.Struct, tag="text", tag_field="type", gc=False):
@@ -40,17 +40,9 @@ class ChunkLine(msgspec.Struct, gc=False):
     id: Any = msgspec.UNSET
 
 
-_PREFIX = b'{"jsonrpc":"2.0","method":"session/update",'
-_decode = msgspec.json.Decoder(ChunkLine).decode
-_loads = orjson.loads
-_error = msgspec.DecodeError
+#: How a text-chunk notification starts as agents write it (these keys first); a line that
+#: starts otherwise is parsed generically without trying.
+CHUNK_PREFIX = b'{"jsonrpc":"2.0","method":"session/update",'
 
-
-def load_line(line: bytes) -> Any:
-    """``(ChunkLine, line)`` for a text-chunk line msgspec accepts, else the parsed JSON (orjson's errors)."""
-    if line.startswith(_PREFIX):
-        try:
-            return (_decode(line), line)
-        except _error:
-            pass
-    return _loads(line)
+#: A text-chunk line into a :class:`ChunkLine`; raises ``msgspec.DecodeError`` for any other line.
+decode_chunk_line = msgspec.json.Decoder(ChunkLine).decode
