@@ -215,9 +215,12 @@ class AcpHostCodec(HostCodec):
         error = msgspec.DecodeError  # ValidationError is a subclass
         unset = msgspec.UNSET
         new, set_text, set_index, set_raw = text_delta_slots()
-        sid = self.session_id
+        # The state the typed path reads, in locals for the loop (read again after
+        # every line the general path handles: a response may open the session or
+        # end a replay, an update may start a new text block).
+        sid, replaying, index = self.session_id, updates.replaying, updates.index
         for line in lines:
-            if line.startswith(prefix) and not updates.replaying:
+            if line.startswith(prefix) and not replaying:
                 try:
                     typed = decode_chunk(line)
                 except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
@@ -235,12 +238,12 @@ class AcpHostCodec(HostCodec):
                         updates.in_text = True
                         event = new()
                         set_text(event, text)
-                        set_index(event, updates.index)
+                        set_index(event, index)
                         set_raw(event, line)
                         append(event)
                         continue
             out.extend(general(line))
-            sid = self.session_id  # a response may have opened the session
+            sid, replaying, index = self.session_id, updates.replaying, updates.index
         return out
 
     def decode(self, obj: Any) -> Sequence[Event]:
