@@ -146,6 +146,26 @@ def sdk_path(path: str) -> tuple[int, float, float]:
         script.unlink(missing_ok=True)
 
 
+
+def _lines_cpu(codec: Any, chunks: list[bytes], then: Any = None) -> float:
+    """Parent CPU of reading ``chunks`` through ``codec.decode_lines``, as the pump does; ``then`` gets the events."""
+    from agentrt.lowlevel import JsonlReader
+
+    reader = JsonlReader()
+
+    def general(line: bytes) -> list[Any]:
+        # The corpus has no malformed line: each parsed object decoded, as the pump does.
+        return [ev for obj in reader.parse(line) for ev in codec.decode(obj)]
+
+    t0 = time.process_time()
+    for chunk in chunks:
+        lines = reader.feed_lines(chunk)
+        if lines:
+            events = codec.decode_lines(lines, general)
+            if then is not None:
+                then(events)
+    return time.process_time() - t0
+
 def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, float]:
     """CPU µs per line, in this process, of the host path's pure part and of orjson alone.
 
@@ -173,18 +193,7 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
         codec = dialect.host_codec()
         if not decodes_lines(codec):
             return batch_host(codec, rules)
-        reader = JsonlReader()
-
-        def general(line: bytes) -> list[Any]:
-            # The corpus has no malformed line: each parsed object decoded, as the pump does.
-            return [ev for obj in reader.parse(line) for ev in codec.decode(obj)]
-
-        t0 = time.process_time()
-        for chunk in chunks:
-            lines = reader.feed_lines(chunk)
-            if lines:
-                rules.apply(codec.decode_lines(lines, general))
-        return time.process_time() - t0
+        return _lines_cpu(codec, chunks, rules.apply)
 
     def batch_host(codec: Any = None, rules: Any = None) -> float:
         # The framing's parse (a codec's line_loader when it has one, else orjson) and
@@ -298,19 +307,7 @@ def mix_lines_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
 
     def lines() -> float:
-        codec = dialect.host_codec()
-        reader = JsonlReader()
-
-        def general(line: bytes) -> list[Any]:
-            # The corpus has no malformed line: each parsed object decoded, as the pump does.
-            return [ev for obj in reader.parse(line) for ev in codec.decode(obj)]
-
-        t0 = time.process_time()
-        for chunk in chunks:
-            got = reader.feed_lines(chunk)
-            if got:
-                codec.decode_lines(got, general)
-        return time.process_time() - t0
+        return _lines_cpu(dialect.host_codec(), chunks)
 
     def plain() -> float:
         codec = dialect.host_codec()
