@@ -184,7 +184,8 @@ class Pump:
     """The read loop of :func:`pump_events` as an object that can pause while idle.
 
     :meth:`run` reads as :func:`pump_events` does; given ``park``, after each
-    chunk it asks ``park()`` whether to stop here (``park`` itself arranges the
+    chunk that drained the pipe (a read shorter than asked) it asks ``park()``
+    whether to stop here (``park`` itself arranges the
     wake-up, e.g. with :meth:`AgentProcess.park_stdout`) and then returns
     ``None``; a later :meth:`run` goes on where it stopped, with the same
     framing state.  The exit grace is a timer of the run's watcher where
@@ -302,8 +303,10 @@ class Pump:
                         if on_send_error is None:
                             raise
                         await on_send_error(exc)
-            # Parked only after a read: a wake-up always reads what woke it.
-            if park is not None and park():
+            # Parked only after a read that drained the pipe: a wake-up always reads
+            # what woke it, and a full read means more is waiting (parking then would
+            # cost a watcher round trip and a task start per chunk of a long burst).
+            if park is not None and not full and park():
                 self._reader, self._seen_malformed, self._size = reader, seen_malformed, size
                 self._bulk, self._original = bulk, original
                 return None

@@ -65,7 +65,8 @@ def _basename(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     # Both separators: a Windows agent reports backslash paths to a POSIX host.
-    return re.split(r"[\\/]", value.rstrip("\\/"))[-1].strip()
+    path = value.rstrip("\\/")
+    return path[max(path.rfind("/"), path.rfind("\\")) + 1 :].strip()
 
 
 def _command_label(tool_input: Mapping[str, Any]) -> str:
@@ -90,7 +91,7 @@ def tool_label(name: Any, tool_input: Any = None) -> str:
     if not isinstance(name, str):
         return _DEFAULT
     base = strip_mcp_prefix(name)
-    args: Mapping[str, Any] = tool_input if isinstance(tool_input, Mapping) else {}
+    args: Mapping[str, Any] = tool_input if type(tool_input) is dict or isinstance(tool_input, Mapping) else {}
     if base in _COMMAND_TOOLS:
         return _bound(_command_label(args))
     verb = _FILE_TOOLS.get(base)

@@ -182,3 +182,65 @@ async def test_fanout_without_coalescing_keeps_every_batch_of_every_source() -> 
             await fanout.send(_batch(seq, source=f"bot{seq % 2}"))
         await fanout.aclose()
     assert [(b.source, b.first_seq) for b in slow.batches] == [(f"bot{i % 2}", i) for i in range(6)]
+
+
+class _ScriptedStdout:
+    """A fixture stdout: hands out scripted chunks (full or short reads), so the loop's choices are exact."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.reads: list[tuple[int, int]] = []  # (asked, got)
+
+    async def receive_some(self, max_bytes: int) -> bytes:
+        chunk = self.chunks.pop(0)[:max_bytes] if self.chunks else b""
+        self.reads.append((max_bytes, len(chunk)))
+        return chunk
+
+    def stdout_fileno(self) -> None:
+        return None  # no pipe to grow
+
+    def end_output_after_exit(self, grace: float) -> bool:
+        return False
+
+    output_cut = False
+
+
+def _lines_of(size: int, start: int) -> bytes:
+    out = b"".join(b'{"n":%d}\n' % n for n in range(start, start + size // 8))
+    return out[: out.rfind(b"\n", 0, size) + 1]
+
+
+async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pipe_runs_dry() -> None:
+    from agentrt._pump import Pump
+    from agentrt.lowlevel import READ_SIZE
+
+    full = _lines_of(READ_SIZE, 0) + b'{"n":-1}\n' * 40  # longer than a read: the read is full
+    short = b'{"n":"short"}\n'
+    stdout = _ScriptedStdout([full[:READ_SIZE], full[READ_SIZE:], short, b'{"n":"woken"}\n'])
+    seen: list[Event] = []
+    asked_at: list[int] = []
+    parking = [True]
+
+    async def on_events(events: list[Event]) -> None:
+        seen.extend(events)
+
+    async def on_oversize(before: list[Event]) -> bool:
+        raise AssertionError("no line is oversize")
+
+    def park() -> bool:
+        asked_at.append(len(stdout.reads))
+        return parking[0]
+
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    with trio.fail_after(60):  # a hang guard only
+        assert await pump.run(park) is None  # parked
+        # Asked only once the pipe ran dry: after the short second read, not after the full first one.
+        assert asked_at == [2]
+        assert stdout.reads[0] == (READ_SIZE, READ_SIZE)
+        assert _labels(seen)[-1] == "-1"
+        assert await pump.run(park) is None  # woken: it reads what woke it, short again, and parks
+        assert _labels(seen)[-1] == "short" and asked_at == [2, 3]
+        parking[0] = False  # the owner is busy now: read on to the end
+        result = await pump.run(park)
+    assert result is not None and result.eof
+    assert _labels(seen)[-2:] == ["woken", "end"]

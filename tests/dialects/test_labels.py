@@ -29,6 +29,12 @@ from agentrt.labels import MAX_LABEL, strip_mcp_prefix, tool_label
         ("Edit", {"file_path": "/a/b/c.ts"}, "Editing c.ts"),
         ("MultiEdit", {"file_path": "/a/b/d.ts"}, "Editing d.ts"),
         ("Edit", {}, "Editing file"),
+        # The basename: after the last separator of either kind, trailing separators and spaces dropped
+        ("Read", {"file_path": "src/pkg/"}, "Reading pkg"),
+        ("Read", {"file_path": "a\\b/c\\ d.py "}, "Reading d.py"),
+        ("Read", {"file_path": "/"}, "Reading file"),
+        ("Read", {"file_path": "plain.txt"}, "Reading plain.txt"),
+        ("Read", {"file_path": "x/\\"}, "Reading x"),
         ("awp_save_artifact", {}, "Saving artifact"),
         ("awp_open_file_in_tab", {"path": "/x"}, "Opening file"),
         ("awp_notify_user", {"message": "hi"}, ""),

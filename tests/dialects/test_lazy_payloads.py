@@ -173,3 +173,20 @@ def test_a_user_block_without_the_tool_result_type_is_no_tool_result(line: bytes
     # msgspec does not require the tag of a lone tagged struct: the block's type is a plain field.
     assert _events(line, typed=True) == _events(line, typed=False)
     assert [ev.type for ev in _events(line, typed=True)] == ["raw"]
+
+
+@pytest.mark.parametrize("value", _VALUES, ids=range(len(_VALUES)))
+def test_a_kept_tool_input_reads_its_keys_as_the_parsed_mapping(value: bytes) -> None:
+    # What a label reads of a kept input (get, [], iteration) is what the plain parse's mapping holds.
+    import msgspec
+
+    from agentrt_stream_json._typed import ToolArgs
+
+    args = ToolArgs(msgspec.Raw(value))
+    plain = JsonlReader().parse(b'{"v":' + value + b"}")[0]["v"]
+    plain = plain if type(plain) is dict else {}
+    assert dict(args) == plain and len(args) == len(plain)
+    for key in ("command", "cmd", "file_path", "absent"):
+        assert args.get(key) == plain.get(key)
+        assert args.get(key, "default") == plain.get(key, "default")
+        assert (key in args) == (key in plain)

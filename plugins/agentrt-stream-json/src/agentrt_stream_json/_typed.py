@@ -147,6 +147,7 @@ decode_typed_line = _decode_line
 _decode_args = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _loads = orjson.loads
 _error = msgspec.DecodeError  # ValidationError is a subclass
+_ABSENT: Any = object()
 
 
 def loads_raw(raw: msgspec.Raw) -> Any:
@@ -188,6 +189,13 @@ class ToolArgs(Mapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         value = self._split()[key]
+        return value.value if type(value) is _Parsed else parse_fragment(value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` parsed, else ``default`` (what a label reads: no KeyError raised and caught)."""
+        value = self._split().get(key, _ABSENT)
+        if value is _ABSENT:
+            return default
         return value.value if type(value) is _Parsed else parse_fragment(value)
 
     def __iter__(self) -> Iterator[str]:
