@@ -50,7 +50,8 @@ def _usually(value: object, other: st.SearchStrategy[object]) -> st.SearchStrate
 
 
 _texts = st.one_of(st.text(min_size=1, max_size=5), st.just(""), _json_leaf)
-_indices = st.one_of(st.integers(0, 3), st.booleans(), _json_leaf)
+# Past 64 bits too: msgspec reads any integer as an int, the framing one past 64 bits as a double.
+_indices = st.one_of(st.integers(0, 3), st.booleans(), _json_leaf, st.sampled_from([2**64 - 1, 2**64, -(2**63) - 1]))
 
 
 def _maybe(draw: st.DrawFn, obj: dict[str, object], key: str, value: object) -> None:
@@ -256,6 +257,38 @@ def _cli_other_line(draw: st.DrawFn) -> bytes:
     return line
 
 
+@st.composite
+def _other_raw_event_line(draw: st.DrawFn, wrapped: bool) -> bytes:
+    # The raw events around the deltas (message and block starts and stops), with each
+    # field the host reads (message id, index, block type, id and name) varied: missing,
+    # null, of another JSON type, past 64 bits.
+    kind = draw(st.sampled_from(["message_start", "content_block_start", "content_block_stop", "message_delta",
+                                 "message_stop"]))
+    event: dict[str, object] = {"type": kind}
+    odd = st.one_of(st.none(), _numbers, st.booleans(), st.just([]), st.just({}), st.text(max_size=3))
+    if kind == "message_start":
+        message: dict[str, object] = {"model": "m", "content": [], "usage": {"input_tokens": 1}}
+        _maybe(draw, message, "id", draw(_usually("msg_a", st.one_of(st.just("msg_b"), odd))))
+        _maybe(draw, event, "message", draw(_usually(message, odd)))
+    elif kind in ("content_block_start", "content_block_stop"):
+        _maybe(draw, event, "index", draw(_usually(draw(st.integers(0, 2)), odd)))
+        if kind == "content_block_start":
+            block: dict[str, object] = {"input": {}}
+            _maybe(draw, block, "type", draw(_usually("tool_use", st.one_of(st.just("text"), odd))))
+            _maybe(draw, block, "id", draw(_usually(draw(st.sampled_from(["t1", "t2", ""])), odd)))
+            _maybe(draw, block, "name", draw(_usually(draw(st.sampled_from(["Read", "Bash", ""])), odd)))
+            _maybe(draw, event, "content_block", draw(_usually(block, odd)))
+    else:
+        event["delta"] = {"stop_reason": "tool_use", "stop_sequence": None}
+        event["usage"] = {"output_tokens": draw(_numbers)}
+    if not wrapped:
+        return json.dumps(event, separators=(",", ":")).encode()
+    obj: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s", "uuid": "u"}
+    if draw(st.booleans()):
+        obj["api_message_id"] = draw(st.one_of(st.sampled_from(["msg_a", "msg_b", None, ""]), odd))
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 # The blocks the deltas stream, so that later complete lines are checked against them.
 _CONTEXT = [
     b'{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_a","content":[]}}}',
@@ -277,6 +310,8 @@ _LINES = {
             _cli_delta_line(dialect == "stream-json"),
             st.sampled_from(_CONTEXT),
             _cli_other_line(),
+            _other_raw_event_line(dialect == "stream-json"),
+            _other_raw_event_line(dialect == "stream-json"),
         ),
         min_size=1,
         max_size=12,

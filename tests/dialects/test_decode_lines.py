@@ -11,6 +11,7 @@ lines and real captures, cut into chunks anywhere.
 from __future__ import annotations
 
 import itertools
+import json
 import pickle
 from typing import Any
 
@@ -235,9 +236,9 @@ def test_decode_lines_streams_a_whole_message() -> None:
     blob = b"\n".join(tape) + b"\n"
     fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), blob, [])
     plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
-    # The typed path took the deltas and the complete lines: their events hold the line's bytes
-    # (until raw is read, as _same does).
-    assert [type(ev._raw) is bytes for ev in fast] == [True, True, True, True, False, True, True]
+    # The typed path took every line, the block start and stop of the streamed tool call too:
+    # their events hold the line's bytes (until raw is read, as _same does).
+    assert [type(ev._raw) is bytes for ev in fast] == [True] * 7
     _same(fast, plain)
     kinds = [(ev.type, getattr(ev, "text", None) or getattr(ev, "input", None)) for ev in fast]
     assert kinds == [
@@ -249,3 +250,52 @@ def test_decode_lines_streams_a_whole_message() -> None:
         ("raw", None),  # the complete assistant line: all of it was streamed
         ("turn_completed", None),
     ]
+
+
+_BLOCKS = [
+    {"type": "tool_use", "id": "t1", "name": "Read", "input": {}},
+    {"type": "tool_use", "id": "t1", "name": "", "input": {}},
+    {"type": "tool_use", "id": "", "name": "Read"},
+    {"type": "tool_use", "name": None},
+    {"type": "tool_use", "id": 7, "name": "Read"},
+    {"type": "text", "text": ""},
+    {"id": "t1", "name": "Read"},
+    None,
+]
+
+
+@pytest.mark.parametrize("block", _BLOCKS)
+@pytest.mark.parametrize("index", [1, "1", True, None, 18446744073709551616])
+@pytest.mark.parametrize("named", [True, False])
+def test_decode_lines_reads_a_streamed_tool_call_as_the_plain_parse(block: object, index: object, named: bool) -> None:
+    # A streamed tool call's start and stop, typed, give the plain parse's ToolUse (or nothing),
+    # whatever the block and index hold; named: the events carry api_message_id, else only
+    # message_start names the message.
+    def wrapped(event: dict[str, object]) -> bytes:
+        obj: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s", "uuid": "u"}
+        if named:
+            obj["api_message_id"] = "msg_1"
+        return orjson.dumps(obj, option=orjson.OPT_PASSTHROUGH_DATACLASS) if type(index) is not int or index < 2**63 \
+            else json.dumps(obj).encode()
+
+    start: dict[str, object] = {"type": "content_block_start", "index": index}
+    if block is not None:
+        start["content_block"] = block
+    tape = [
+        wrapped({"type": "message_start", "message": {"id": "msg_1", "content": [], "usage": {}}}),
+        wrapped(start),
+        wrapped({"type": "content_block_delta", "index": index,
+                 "delta": {"type": "input_json_delta", "partial_json": '{"file_path":"a.py"}'}}),
+        wrapped({"type": "content_block_stop", "index": index}),
+        wrapped({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+        wrapped({"type": "message_stop"}),
+    ]
+    blob = b"\n".join(tape) + b"\n"
+    fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    streamed = type(block) is dict and block.get("type") == "tool_use" and type(index) is int and index < 2**63
+    if streamed:  # the typed path took the stop line: the event holds its bytes
+        (use,) = fast
+        assert type(use._raw) is bytes and use.input == {"file_path": "a.py"}
+    _same(fast, plain)
+    assert [ev.type for ev in fast] == (["tool_use"] if streamed else [])

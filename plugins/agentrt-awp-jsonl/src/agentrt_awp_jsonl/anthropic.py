@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 import orjson
@@ -85,6 +85,7 @@ __all__ = [
     "JsonDelta",
     "SignatureDelta",
     "BlockDelta",
+    "Int64",
     "BLOCK_DELTA_PREFIX",
     "decode_block_delta",
 ]
@@ -371,10 +372,17 @@ class SignatureDelta(msgspec.Struct, tag="signature_delta", tag_field="type", gc
     """``{"type":"signature_delta",...}``: carries nothing the events use."""
 
 
+#: An integer the framing reads as the same ``int``: msgspec reads any integer as an
+#: ``int``, the framing one past 64 bits as a double (as JSON.parse does).  A typed field
+#: takes a signed 64-bit one (msgspec bounds no wider); a line with another, however
+#: rare, goes to the general path.
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
 class BlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc=False):
     """The raw API event ``content_block_delta``."""
 
-    index: int
+    index: Int64
     delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
 
 

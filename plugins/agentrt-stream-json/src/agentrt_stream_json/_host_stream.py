@@ -18,7 +18,17 @@ from agentrt.dialect import text_delta_slots
 from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
 from agentrt.labels import tool_label
 
-from ._typed import JsonDelta, StreamDelta, TextDeltaBody, ThinkingDeltaBody, decode_typed_line
+from ._typed import (
+    BlockStart,
+    BlockStop,
+    JsonDelta,
+    MessageStart,
+    StreamDelta,
+    TextDeltaBody,
+    ThinkingDeltaBody,
+    WrappedBlockDelta,
+    decode_typed_line,
+)
 
 _decode_line = decode_typed_line
 _DecodeError = msgspec.DecodeError  # ValidationError is a subclass
@@ -85,6 +95,10 @@ class _StreamedDeltas:
                 message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
                 continue
             ev = typed.event
+            if type(ev) is not WrappedBlockDelta:
+                out.extend(self._typed_event(typed, ev, line))
+                message_id = self._message_id
+                continue
             delta = ev.delta
             if type(delta) is not TextDeltaBody:
                 out.extend(self._typed_delta(typed, line))
@@ -128,6 +142,24 @@ class _StreamedDeltas:
             if len(parts) - start >= _JOIN_PIECES:
                 parts[start:] = ["".join(parts[start:])]
                 marks[index] = start + 1
+
+    def _typed_event(self, typed: Any, ev: Any, line: bytes) -> Sequence[Event]:
+        # The other raw events decoded typed, as _raw_event handles them parsed.
+        kind = type(ev)
+        if kind is MessageStart:
+            if ev.message is not None:
+                self._message_id = ev.message.id
+        elif kind is BlockStart:
+            block = ev.content_block
+            if block is not None and block.type == "tool_use" and ev.index is not None:
+                msg = typed.api_message_id or self._message_id
+                self._tool_blocks[(msg, ev.index)] = [block.id or "", block.name or "tool", []]
+        elif kind is BlockStop and ev.index is not None:
+            msg = typed.api_message_id or self._message_id
+            pending = self._tool_blocks.pop((msg, ev.index), None)
+            if pending is not None and pending[0] not in self._tools_emitted:
+                return self._streamed_tool(line, pending)
+        return _NO_EVENTS  # message_delta, message_stop: the result's usage counts the turn
 
     def _typed_delta(self, typed: Any, line: bytes) -> Sequence[Event]:
         # The other delta kinds, as _raw_event handles them.
@@ -231,7 +263,7 @@ class _StreamedDeltas:
         else:
             parts.append(text)
 
-    def _streamed_tool(self, obj: dict[str, Any], pending: list[Any]) -> Sequence[Event]:
+    def _streamed_tool(self, obj: Any, pending: list[Any]) -> Sequence[Event]:
         tool_id, name, pieces = pending
         source = "".join(pieces)
         events: list[Event] = []

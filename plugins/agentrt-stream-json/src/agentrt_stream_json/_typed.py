@@ -27,11 +27,16 @@ import msgspec
 import orjson
 
 from agentrt.lowlevel import parse_fragment
-from agentrt_awp_jsonl.anthropic import JsonDelta, SignatureDelta, TextDeltaBody, ThinkingDeltaBody
+from agentrt_awp_jsonl.anthropic import Int64, JsonDelta, SignatureDelta, TextDeltaBody, ThinkingDeltaBody
 
 __all__ = [
     "AssistantLine",
+    "BlockStart",
+    "BlockStop",
     "JsonDelta",
+    "MessageDelta",
+    "MessageStart",
+    "MessageStop",
     "RateLimitLine",
     "ResultLine",
     "StreamDelta",
@@ -42,24 +47,65 @@ __all__ = [
     "ToolUseBlock",
     "UserLine",
     "ToolArgs",
+    "WrappedBlockDelta",
     "decode_typed_line",
     "loads_raw",
 ]
 
 
-class _WrappedBlockDelta(msgspec.Struct, gc=False):
-    # BlockDelta's shape with its type a plain field, not a tag: msgspec does not
-    # require the tag of a lone tagged struct, and an event without "type" is no
-    # delta (the plain parse makes the line a raw stream_event).
-    type: Literal["content_block_delta"]
-    index: int
+class WrappedBlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc=False):
+    """A wrapped ``content_block_delta`` event (a tagged union member: an event without "type" is none)."""
+
+    index: Int64
     delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
 
 
-class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False):
-    """A ``stream_event`` line wrapping a content-block delta (other keys are skipped)."""
+class _MessageHead(msgspec.Struct, gc=False):
+    id: Union[str, None] = None
 
-    event: _WrappedBlockDelta
+
+class MessageStart(msgspec.Struct, tag="message_start", tag_field="type", gc=False):
+    """A wrapped ``message_start``: only the message's id is read."""
+
+    message: Union[_MessageHead, None] = None
+
+
+class _BlockHead(msgspec.Struct, gc=False):
+    type: Union[str, None] = None
+    id: Union[str, None] = None
+    name: Union[str, None] = None
+
+
+class BlockStart(msgspec.Struct, tag="content_block_start", tag_field="type", gc=False):
+    """A wrapped ``content_block_start``: a tool_use block's id and name are read."""
+
+    index: Union[Int64, None] = None
+    content_block: Union[_BlockHead, None] = None
+
+
+class BlockStop(msgspec.Struct, tag="content_block_stop", tag_field="type", gc=False):
+    """A wrapped ``content_block_stop``."""
+
+    index: Union[Int64, None] = None
+
+
+class MessageDelta(msgspec.Struct, tag="message_delta", tag_field="type", gc=False):
+    """A wrapped ``message_delta`` (nothing in it makes an event)."""
+
+
+class MessageStop(msgspec.Struct, tag="message_stop", tag_field="type", gc=False):
+    """A wrapped ``message_stop`` (nothing in it makes an event)."""
+
+
+class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False):
+    """A ``stream_event`` line wrapping a raw API event of a kind the host reads (other keys are skipped).
+
+    Named for the hot case: most are content-block deltas.  A value of another
+    JSON type where a field is read (a message id that is a number, an index
+    that is a string) fails the decoding: the line takes the general path.
+    """
+
+    event: Union[WrappedBlockDelta, MessageStart, BlockStart, BlockStop, MessageDelta, MessageStop]
     api_message_id: Union[str, None] = None
 
 
