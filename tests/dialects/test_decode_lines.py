@@ -299,3 +299,17 @@ def test_decode_lines_reads_a_streamed_tool_call_as_the_plain_parse(block: objec
         assert type(use._raw) is bytes and use.input == {"file_path": "a.py"}
     _same(fast, plain)
     assert [ev.type for ev in fast] == (["tool_use"] if streamed else [])
+
+
+@pytest.mark.parametrize("message_id", [[], {}, ["msg_1"], 5, None])
+def test_a_message_id_of_another_type_never_breaks_the_deltas_after_it(message_id: object) -> None:
+    # A message_start whose id is an array once made every later text delta raise on the typed
+    # path (the id keys what is streamed): now it is no id, and both paths give the same events.
+    start = {"type": "stream_event", "event": {"type": "message_start", "message": {"id": message_id}}}
+    delta = {"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "text_delta", "text": "hi"}}}
+    blob = orjson.dumps(start) + b"\n" + orjson.dumps(delta) + b"\n"
+    fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    _same(fast, plain)
+    assert [(ev.type, ev.text) for ev in fast] == [("text_delta", "hi")]

@@ -225,7 +225,10 @@ class _StreamedDeltas:
         if etype == "message_start":
             message = ev.get("message")
             if isinstance(message, dict):
-                self._message_id = message.get("id")
+                mid = message.get("id")
+                # The id keys what later deltas stream: an array or object (no real CLI's) is no id,
+                # rather than a key no later line could be filed under.
+                self._message_id = None if isinstance(mid, (list, dict)) else mid
             return _NO_EVENTS
         if etype == "content_block_start":
             block = ev.get("content_block")

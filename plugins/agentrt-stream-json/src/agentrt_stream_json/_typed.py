@@ -3,8 +3,10 @@
 The same idea, and the same exactness argument, as the typed parse of the
 shared Anthropic wire module (``agentrt_awp_jsonl.anthropic``), whose delta
 structs this reuses: msgspec decodes a line straight into small structs that
-hold only what the events use, and validates (without building) every other
-value: session ids, uuids, models, usage details of complete messages.  A line
+hold only what the events use, and checks the JSON syntax of every other value
+without building it (session ids, uuids, models, usage details of complete
+messages; not their UTF-8, which no event holds: ``raw`` parses the kept line
+with the framing's rules).  A line
 msgspec refuses, or whose shape the structs do not cover (an unknown content
 block, a value of another JSON type), is parsed by orjson as before; so is a
 line whose rare branch needs the whole object (a failed result, an API error
