@@ -313,3 +313,59 @@ def test_a_message_id_of_another_type_never_breaks_the_deltas_after_it(message_i
     plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
     _same(fast, plain)
     assert [(ev.type, ev.text) for ev in fast] == [("text_delta", "hi")]
+
+
+@pytest.mark.parametrize("thinking", [False, True])
+def test_a_turn_of_many_messages_without_complete_lines_keeps_a_bounded_few(thinking: bool) -> None:
+    # A CLI that streams message after message and never sends their complete lines: the codec
+    # keeps what the latest messages streamed, not the turn's whole text, and both paths agree on
+    # which (the complete lines that come at last repeat only the evicted messages' text).
+    from agentrt_stream_json._host_stream import _KEEP_MESSAGES
+
+    def line(obj: dict[str, object]) -> bytes:
+        return orjson.dumps({"type": "stream_event", "event": obj, "session_id": "s", "uuid": "u"})
+
+    n = _KEEP_MESSAGES + 10
+    tape: list[bytes] = []
+    for m in range(n):
+        tape.append(line({"type": "message_start", "message": {"id": f"msg_{m}"}}))
+        if thinking:  # a thinking block first: its kept text counts too, and may evict the cached text
+            tape.append(line({"type": "content_block_delta", "index": 0,
+                              "delta": {"type": "thinking_delta", "thinking": f"t{m}"}}))
+        for piece in ("a", "b"):
+            tape.append(line({"type": "content_block_delta", "index": 1,
+                              "delta": {"type": "text_delta", "text": f"{piece}{m}"}}))
+    for m in (0, n - 1):  # the oldest message's complete line, then the newest's
+        tape.append(orjson.dumps({"type": "assistant", "message": {"id": f"msg_{m}", "content": [
+            {"type": "text", "text": f"a{m}b{m}"}]}}))
+    blob = b"\n".join(tape) + b"\n"
+    codec = PLUGINS.dialect("stream-json").host_codec()
+    fast, _ = _read_lines(codec, blob, list(range(0, len(blob), 997)))
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, list(range(0, len(blob), 997)))
+    _same(fast, plain)
+    assert len(codec._streamed) <= _KEEP_MESSAGES  # type: ignore[attr-defined]
+    tail = [(ev.type, getattr(ev, "text", None)) for ev in fast[-2:]]
+    # msg_0 was let go long ago: its complete line is text again; msg_{n-1} was kept: nothing repeats.
+    # (a complete line that adds nothing is a raw event)
+    assert tail == [("text_delta", "a0b0"), ("raw", None)]
+
+
+def test_the_cached_message_let_go_by_thinking_deltas_is_kept_again_on_both_paths() -> None:
+    # The typed path caches the message its text deltas go to; thinking of many other messages
+    # lets that one go (the oldest kept); its next text delta must be kept anew, as on the plain path.
+    from agentrt_stream_json._host_stream import _KEEP_MESSAGES
+
+    def delta(msg: str, body: dict[str, object]) -> bytes:
+        return orjson.dumps({"type": "stream_event", "api_message_id": msg,
+                             "event": {"type": "content_block_delta", "index": 0, "delta": body}})
+
+    tape = [delta("msg_a", {"type": "text_delta", "text": "one "})]
+    tape += [delta(f"msg_{m}", {"type": "thinking_delta", "thinking": "t"}) for m in range(_KEEP_MESSAGES + 1)]
+    tape += [delta("msg_a", {"type": "text_delta", "text": "two"})]
+    tape.append(orjson.dumps({"type": "assistant", "message": {"id": "msg_a", "content": [
+        {"type": "text", "text": "two"}]}}))
+    blob = b"\n".join(tape) + b"\n"
+    fast, _ = _read_lines(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, [])
+    _same(fast, plain)
+    assert fast[-1].type == "raw"  # "two" was kept anew: the complete line repeats nothing

@@ -39,6 +39,8 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _UNSET = object()
 # How many new streamed pieces of one block a chunk may leave before they are joined.
 _JOIN_PIECES = 64
+# How many messages' streamed text (text and thinking counted apart) is kept for complete lines.
+_KEEP_MESSAGES = 64
 
 
 class _StreamedDeltas:
@@ -102,6 +104,8 @@ class _StreamedDeltas:
             delta = ev.delta
             if type(delta) is not TextDeltaBody:
                 out.extend(self._typed_delta(typed, line))
+                # A thinking delta may have let the oldest kept message go (see _blocks).
+                text_msg, blocks = self._text_msg, self._text_blocks
                 continue
             text = delta.text
             if not text:
@@ -170,7 +174,7 @@ class _StreamedDeltas:
             text = delta.thinking
             if not text:
                 return _NO_EVENTS
-            blocks = self._streamed.setdefault(("thinking", msg), {})
+            blocks = self._blocks("thinking", msg)
             blocks.setdefault(ev.index, []).append(text)
             return (ThinkingDelta(text=text, index=ev.index, raw=line),)
         if type(delta) is JsonDelta:
@@ -186,8 +190,24 @@ class _StreamedDeltas:
         for index, parts in self._text_blocks.items():
             if len(parts) > 1:
                 self._text_blocks[index] = ["".join(parts)]
-        blocks = self._streamed.setdefault(("text", msg), {})
+        blocks = self._blocks("text", msg)
         self._text_msg, self._text_blocks = msg, blocks
+        return blocks
+
+    def _blocks(self, kind: str, msg: Any) -> dict[int, list[str]]:
+        # What message ``msg`` streamed of ``kind``, kept for its complete line. At most
+        # _KEEP_MESSAGES are kept: a message's complete line comes before the next
+        # message starts (every capture), so only a CLI that never sends complete lines
+        # reaches the bound, and it then holds a few messages' text, not a turn's.
+        streamed = self._streamed
+        key = (kind, msg)
+        blocks = streamed.get(key)
+        if blocks is None:
+            if len(streamed) >= _KEEP_MESSAGES:
+                oldest = streamed.pop(next(iter(streamed)))
+                if oldest is self._text_blocks:  # the hot path's cached message went with it
+                    self._text_msg, self._text_blocks = _UNSET, {}
+            blocks = streamed[key] = {}
         return blocks
 
     def _raw_event(self, obj: dict[str, Any], ev: dict[str, Any]) -> Sequence[Event]:
@@ -259,7 +279,7 @@ class _StreamedDeltas:
         return obj.get("api_message_id") or self._message_id
 
     def _record(self, kind: str, obj: dict[str, Any], index: int, text: str) -> None:
-        blocks = self._streamed.setdefault((kind, self._msg(obj)), {})
+        blocks = self._blocks(kind, self._msg(obj))
         parts = blocks.get(index)
         if parts is None:
             blocks[index] = [text]
