@@ -97,6 +97,20 @@ def malformed_diagnostic(marker: Malformed) -> Diagnostic:
     )
 
 
+def _drained(fd: int | None) -> bool:
+    """Whether pipe ``fd`` holds nothing to read right now (FIONREAD); True where that cannot be asked."""
+    if fd is None or sys.platform != "linux":
+        return True
+    import fcntl
+    import termios
+
+    try:
+        waiting = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return True
+    return int.from_bytes(waiting, sys.byteorder) == 0
+
+
 def _pipe_size(fd: int | None, size: int | None = None) -> int | None:
     """Pipe ``fd``'s size, after setting it to ``size`` if given; ``None`` where that cannot be done."""
     if fd is None or sys.platform != "linux":
@@ -184,8 +198,8 @@ class Pump:
     """The read loop of :func:`pump_events` as an object that can pause while idle.
 
     :meth:`run` reads as :func:`pump_events` does; given ``park``, after each
-    chunk that drained the pipe (a read shorter than asked) it asks ``park()``
-    whether to stop here (``park`` itself arranges the
+    chunk that drained the pipe (a read shorter than asked, or a full one after
+    which the pipe holds nothing) it asks ``park()`` whether to stop here (``park`` itself arranges the
     wake-up, e.g. with :meth:`AgentProcess.park_stdout`) and then returns
     ``None``; a later :meth:`run` goes on where it stopped, with the same
     framing state.  The exit grace is a timer of the run's watcher where
@@ -303,10 +317,11 @@ class Pump:
                         if on_send_error is None:
                             raise
                         await on_send_error(exc)
-            # Parked only after a read that drained the pipe: a wake-up always reads
-            # what woke it, and a full read means more is waiting (parking then would
-            # cost a watcher round trip and a task start per chunk of a long burst).
-            if park is not None and not full and park():
+            # Parked only once the pipe is drained: a wake-up always reads what woke it,
+            # and parking while more is waiting would cost a watcher round trip and a task
+            # start per chunk of a long burst.  A short read drained it; after a full one
+            # the pipe is asked (a burst may end exactly on a read's size).
+            if park is not None and (not full or _drained(proc.stdout_fileno())) and park():
                 self._reader, self._seen_malformed, self._size = reader, seen_malformed, size
                 self._bulk, self._original = bulk, original
                 return None

@@ -7,6 +7,7 @@ malformed and oversize policy, end of output after the exit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -185,22 +186,44 @@ async def test_fanout_without_coalescing_keeps_every_batch_of_every_source() -> 
 
 
 class _ScriptedStdout:
-    """A fixture stdout: hands out scripted chunks (full or short reads), so the loop's choices are exact."""
+    """A fixture stdout: hands out scripted chunks (full or short reads), so the loop's choices are exact.
+
+    Its descriptor is a real pipe holding as many bytes as the script still has to hand out (up to
+    32 KiB), so that asking the pipe whether anything waits (FIONREAD) tells the truth.
+    """
 
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
         self.reads: list[tuple[int, int]] = []  # (asked, got)
+        self._r, self._w = os.pipe()
+        self._mirror()
+
+    def _mirror(self) -> None:
+        waiting = min(sum(len(c) for c in self.chunks), 32 * 1024)
+        os.set_blocking(self._r, False)
+        try:
+            while os.read(self._r, 65536):
+                pass
+        except BlockingIOError:
+            pass
+        if waiting:
+            os.write(self._w, b"x" * waiting)
 
     async def receive_some(self, max_bytes: int) -> bytes:
         chunk = self.chunks.pop(0)[:max_bytes] if self.chunks else b""
         self.reads.append((max_bytes, len(chunk)))
+        self._mirror()
         return chunk
 
-    def stdout_fileno(self) -> None:
-        return None  # no pipe to grow
+    def stdout_fileno(self) -> int:
+        return self._r
 
     def end_output_after_exit(self, grace: float) -> bool:
         return False
+
+    def close(self) -> None:
+        os.close(self._r)
+        os.close(self._w)
 
     output_cut = False
 
@@ -232,7 +255,7 @@ async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pi
         return parking[0]
 
     pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
-    with trio.fail_after(60):  # a hang guard only
+    with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
         assert await pump.run(park) is None  # parked
         # Asked only once the pipe ran dry: after the short second read, not after the full first one.
         assert asked_at == [2]
@@ -244,3 +267,30 @@ async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pi
         result = await pump.run(park)
     assert result is not None and result.eof
     assert _labels(seen)[-2:] == ["woken", "end"]
+
+
+async def test_a_burst_that_ends_on_a_full_read_still_lets_the_pump_park() -> None:
+    # The last read of a burst can be exactly as long as asked: the pipe, asked, holds nothing,
+    # so the pump parks there rather than wait in a read with a task of its own.
+    from agentrt._pump import Pump
+    from agentrt.lowlevel import READ_SIZE
+
+    exact = _lines_of(READ_SIZE, 0)
+    exact += b"\n" * (READ_SIZE - len(exact))  # blank lines fill it to the byte
+    stdout = _ScriptedStdout([exact])  # nothing more is written yet: nothing waits after the full read
+    asked_at: list[int] = []
+
+    async def on_events(events: list[Event]) -> None:
+        pass
+
+    async def on_oversize(before: list[Event]) -> bool:
+        raise AssertionError("no line is oversize")
+
+    def park() -> bool:
+        asked_at.append(len(stdout.reads))
+        return True
+
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
+        assert await pump.run(park) is None
+    assert stdout.reads == [(READ_SIZE, READ_SIZE)] and asked_at == [1]
