@@ -19,6 +19,7 @@ from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta
 from agentrt.labels import tool_label
 
 from ._typed import (
+    BlockDelta,
     BlockStart,
     BlockStop,
     JsonDelta,
@@ -26,7 +27,6 @@ from ._typed import (
     StreamDelta,
     TextDeltaBody,
     ThinkingDeltaBody,
-    WrappedBlockDelta,
     decode_typed_line,
 )
 
@@ -97,7 +97,7 @@ class _StreamedDeltas:
                 message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
                 continue
             ev = typed.event
-            if type(ev) is not WrappedBlockDelta:
+            if type(ev) is not BlockDelta:
                 out.extend(self._typed_event(typed, ev, line))
                 message_id = self._message_id
                 continue

@@ -29,10 +29,17 @@ import msgspec
 import orjson
 
 from agentrt.lowlevel import parse_fragment
-from agentrt_awp_jsonl.anthropic import Int64, JsonDelta, SignatureDelta, TextDeltaBody, ThinkingDeltaBody
+from agentrt_awp_jsonl.anthropic import (
+    BlockDelta,
+    Int64,
+    JsonDelta,
+    TextDeltaBody,
+    ThinkingDeltaBody,
+)
 
 __all__ = [
     "AssistantLine",
+    "BlockDelta",
     "BlockStart",
     "BlockStop",
     "JsonDelta",
@@ -49,17 +56,9 @@ __all__ = [
     "ToolUseBlock",
     "UserLine",
     "ToolArgs",
-    "WrappedBlockDelta",
     "decode_typed_line",
     "loads_raw",
 ]
-
-
-class WrappedBlockDelta(msgspec.Struct, tag="content_block_delta", tag_field="type", gc=False):
-    """A wrapped ``content_block_delta`` event (a tagged union member: an event without "type" is none)."""
-
-    index: Int64
-    delta: Union[TextDeltaBody, ThinkingDeltaBody, JsonDelta, SignatureDelta]
 
 
 class _MessageHead(msgspec.Struct, gc=False):
@@ -107,7 +106,9 @@ class StreamDelta(msgspec.Struct, tag="stream_event", tag_field="type", gc=False
     that is a string) fails the decoding: the line takes the general path.
     """
 
-    event: Union[WrappedBlockDelta, MessageStart, BlockStart, BlockStop, MessageDelta, MessageStop]
+    # The delta is awp-jsonl's bare event, wrapped: a member of a tagged union, so an
+    # event without "type" is none of them.
+    event: Union[BlockDelta, MessageStart, BlockStart, BlockStop, MessageDelta, MessageStop]
     api_message_id: Union[str, None] = None
 
 
