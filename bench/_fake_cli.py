@@ -39,7 +39,15 @@ def main() -> None:
             out.flush()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     with open(rusage_out, "w") as f:
-        json.dump({"cpu": usage.ru_utime + usage.ru_stime, "maxrss_kib": usage.ru_maxrss}, f)
+        json.dump(
+            {
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "sys": usage.ru_stime,
+                "minflt": usage.ru_minflt,
+                "maxrss_kib": usage.ru_maxrss,
+            },
+            f,
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,16 @@ def main() -> int:
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     with open(out, "w") as f:
-        json.dump({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss_kib": usage.ru_maxrss}, f)
+        json.dump(
+            {
+                "wall": wall,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "sys": usage.ru_stime,
+                "minflt": usage.ru_minflt,
+                "maxrss_kib": usage.ru_maxrss,
+            },
+            f,
+        )
     return os.waitstatus_to_exitcode(status)
 
 

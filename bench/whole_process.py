@@ -43,7 +43,7 @@ SDK_QUERY = str(HERE / "_sdk_query.py")
 SPAWN = str(HERE / "_spawn.py")
 PYTHON = os.path.realpath(sys.executable)  # the fake CLI: stdlib only
 VENV_PYTHON = sys.executable  # the contenders: this environment's packages
-KEYS = ("wall_s", "parent_cpu_s", "peak_rss_mib")
+KEYS = ("wall_s", "parent_cpu_s", "parent_sys_s", "parent_page_faults", "peak_rss_mib")
 
 
 def session_blob(n_lines: int) -> bytes:
@@ -99,6 +99,9 @@ def measure(argv: list[str], env: dict[str, str], work: str) -> Figures:
     return {
         "wall_s": tree["wall"],
         "parent_cpu_s": tree["cpu"] - cli["cpu"],
+        # The kernel's share, and the minor page faults behind much of it (memory paged in again).
+        "parent_sys_s": tree["sys"] - cli["sys"],
+        "parent_page_faults": tree["minflt"] - cli["minflt"],
         "peak_rss_mib": tree["maxrss_kib"] / 1024,
         "cli_cpu_s": cli["cpu"],
         "out_mb": out_bytes / 1e6,

@@ -21,6 +21,7 @@ __all__ = [
     "Conversation",
     "open_conversation",
     "tune_gc",
+    "tune_malloc",
 ]
 
 # The heavier names are imported on first use, so `import agentrt` (and with it
@@ -33,6 +34,7 @@ _LAZY = {
     "Conversation": "agentrt._conversation",
     "open_conversation": "agentrt._conversation",
     "tune_gc": "agentrt._gc",
+    "tune_malloc": "agentrt._malloc",
 }
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ._conversation import open_conversation as open_conversation
     from ._gc import tune_gc as tune_gc
     from ._launch import LaunchSpec as LaunchSpec
+    from ._malloc import tune_malloc as tune_malloc
     from ._plugins import Plugins as Plugins
     from ._plugins import get_plugins as get_plugins
     from ._process import ProcessSpec as ProcessSpec

@@ -79,7 +79,7 @@ class LiveProcess:
         parked = False
         try:
             if self._result is None:
-                self._result = await self._pump.run(self._park)
+                self._result = await self._pump.run(self._park, self._idle)
                 if self._result is None:
                     parked = True
                     return

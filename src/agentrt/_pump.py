@@ -235,15 +235,21 @@ class Pump:
     def _new_reader(self) -> JsonlReader:
         return JsonlReader(None if self._lines else self._codec.line_loader)
 
-    async def run(self, park: Callable[[], bool] | None = None) -> PumpResult | None:
-        """Read until the output ends (its :class:`PumpResult`), or until ``park()`` is true (``None``)."""
-        oversize = await self._read(park)
+    async def run(
+        self, park: Callable[[], bool] | None = None, idle: Callable[[], bool] | None = None
+    ) -> PumpResult | None:
+        """Read until the output ends (its :class:`PumpResult`), or until ``park()`` is true (``None``).
+
+        ``idle``, when given, says cheaply whether ``park()`` could be true at all:
+        while it is false (a turn is in flight) the pipe is not asked after full reads.
+        """
+        oversize = await self._read(park, idle)
         if oversize is None:
             return None
         cut = self._proc.output_cut
         return PumpResult(eof=not cut and not oversize, oversize=oversize)
 
-    async def _read(self, park: Callable[[], bool] | None) -> bool | None:
+    async def _read(self, park: Callable[[], bool] | None, idle: Callable[[], bool] | None = None) -> bool | None:
         """The loop itself; True when it stopped at an oversize line, None when parked."""
         proc = self._proc
         codec = self._codec
@@ -320,8 +326,13 @@ class Pump:
             # Parked only once the pipe is drained: a wake-up always reads what woke it,
             # and parking while more is waiting would cost a watcher round trip and a task
             # start per chunk of a long burst.  A short read drained it; after a full one
-            # the pipe is asked (a burst may end exactly on a read's size).
-            if park is not None and (not full or _drained(proc.stdout_fileno())) and park():
+            # the pipe is asked (a burst may end exactly on a read's size), unless the owner
+            # is busy: a turn's output comes in full reads, one ioctl each for nothing.
+            if (
+                park is not None
+                and (not full or ((idle is None or idle()) and _drained(proc.stdout_fileno())))
+                and park()
+            ):
                 self._reader, self._seen_malformed, self._size = reader, seen_malformed, size
                 self._bulk, self._original = bulk, original
                 return None

@@ -89,4 +89,9 @@ def main(argv: list[str] | None = None) -> Any:
         from ._gc import tune_gc
 
         tune_gc()
+    if os.environ.get("AGENTRT_MALLOC", "").strip().lower() != "default":
+        # Nor give back and page in again a batch's worth of memory per batch: see tune_malloc.
+        from ._malloc import tune_malloc
+
+        tune_malloc()
     return cli.main(args=argv, prog_name="agentrt")

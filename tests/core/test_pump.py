@@ -294,3 +294,44 @@ async def test_a_burst_that_ends_on_a_full_read_still_lets_the_pump_park() -> No
     with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
         assert await pump.run(park) is None
     assert stdout.reads == [(READ_SIZE, READ_SIZE)] and asked_at == [1]
+
+
+async def test_a_busy_owner_spares_the_pipe_its_question_after_full_reads(monkeypatch: Any) -> None:
+    # While a turn is in flight the pump cannot park, so asking the pipe after each full
+    # read (an ioctl per read of a long turn) is for nothing: ``idle`` says so first.
+    from agentrt import _pump
+    from agentrt._pump import Pump
+    from agentrt.lowlevel import READ_SIZE
+
+    asked: list[int] = []
+    real = _pump._drained
+
+    def drained(fd: int | None) -> bool:
+        asked.append(len(stdout.reads))
+        return real(fd)
+
+    monkeypatch.setattr(_pump, "_drained", drained)
+    burst = _lines_of(2 * READ_SIZE, 0) + b'{"n":-1}\n' * 4000
+    stdout = _ScriptedStdout([burst[:READ_SIZE], burst[READ_SIZE : 2 * READ_SIZE], burst[2 * READ_SIZE :]])
+    assert len(burst) - 2 * READ_SIZE < READ_SIZE
+    idle = [False]
+    parked_at: list[int] = []
+
+    async def on_events(events: list[Event]) -> None:
+        if len(stdout.reads) == 2:
+            idle[0] = True  # the turn ends with the second read's events
+
+    async def on_oversize(before: list[Event]) -> bool:
+        raise AssertionError("no line is oversize")
+
+    def park() -> bool:
+        parked_at.append(len(stdout.reads))
+        return idle[0]
+
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
+        result = await pump.run(park, lambda: idle[0])
+    # Busy through the first full read: not asked. Idle after the second: asked, and the
+    # pipe still held the third read, so it read on; that short read parked it.
+    assert asked == [2] and parked_at == [3] and result is None
+    assert [got == READ_SIZE for _, got in stdout.reads] == [True, True, False]
