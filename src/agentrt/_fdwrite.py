@@ -11,6 +11,10 @@ the reader catches up.  A regular file is written directly (the page cache
 does not block for long, and epoll cannot wait on a file anyway); anything
 else (a terminal, a kernel without ``RWF_NOWAIT`` for that file) falls back to
 one worker-thread write per call.
+
+Given ``pipe_size``, the first write that fills a pipe grows it to that size
+(never shrinks it): a pipe's default 64 KiB made ``agentrt run --json``
+write its 187 MB in about five calls per batch, each waking the reader.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from typing import Literal
 
 import trio
@@ -55,14 +60,17 @@ class FdWriter:
     ``write`` returns once every byte is in the kernel; call it from one task at
     a time (a sink's ``handle`` already is).  It raises
     ``AgentrtError("output_closed")`` when the reader has gone away; other ``OSError`` s propagate.  The writer
-    never closes ``fd`` and never changes its flags.
+    never closes ``fd`` and never changes its flags.  With ``pipe_size``, the first write that fills a pipe
+    grows it to that many bytes, once (a bigger pipe is left alone; past the user's pipe page limit, or on
+    what is not a pipe, nothing changes).
     """
 
-    def __init__(self, fd: int, *, mode: WriteMode | None = None) -> None:
+    def __init__(self, fd: int, *, mode: WriteMode | None = None, pipe_size: int | None = None) -> None:
         self.fd = fd
         #: How writes are made (see the module docstring); ``nowait`` may fall
         #: back to ``thread`` on the first write if the file refuses the flag.
         self.mode: WriteMode = mode if mode is not None else _initial_mode(fd)
+        self._grow_to = pipe_size
 
     async def write(self, data: bytes) -> None:
         """Write all of ``data``; waits (never blocks the thread) while the reader is behind."""
@@ -89,7 +97,8 @@ class FdWriter:
                 # Offset -1: the file's current position, as write(2) does.
                 written = pwritev(self.fd, (view,), -1, flags)
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(self.fd)
+                if not self._grown():
+                    await trio.lowlevel.wait_writable(self.fd)
                 continue
             except OSError as exc:
                 if exc.errno not in _UNSUPPORTED_ERRNOS:
@@ -97,7 +106,22 @@ class FdWriter:
                 self.mode = "thread"
                 await trio.to_thread.run_sync(self._write_all, bytes(view))
                 return
+            if written < len(view) and self._grow_to is not None:
+                self._grown()  # the pipe is full: the rest may fit once it is bigger
             view = view[written:]
+
+    def _grown(self) -> bool:
+        # Once: grow the pipe to pipe_size; True when it is bigger now.
+        size, self._grow_to = self._grow_to, None
+        if size is None or sys.platform != "linux":
+            return False
+        import fcntl
+
+        try:
+            current = fcntl.fcntl(self.fd, fcntl.F_GETPIPE_SZ)
+            return current < size and fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, size) > current
+        except OSError:  # not a pipe (EBADF, EINVAL), or past the user's pipe page limit (EPERM)
+            return False
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)

@@ -113,8 +113,53 @@ async def test_a_reader_that_lags_holds_the_agent_back_not_memory() -> None:
     finally:
         os.close(r)
         os.close(w)
-    # A 64 KiB pipe holds about 4 of these; the sink's buffer holds its few (2).
+    # The pipe, grown once it filled, holds STDOUT_PIPE_SIZE of these (16 KiB each, plus
+    # their JSON); the sink's buffer holds its few (2), and one is in hand.
+    from agentrt._cli_run import STDOUT_PIPE_SIZE
     from agentrt._cli_run import _StdoutSink as sink
 
-    assert sink.buffer_size <= accepted <= sink.buffer_size + 8, accepted
-    assert accepted < 16, accepted
+    in_pipe = STDOUT_PIPE_SIZE // 16_384
+    assert sink.buffer_size <= accepted <= in_pipe + sink.buffer_size + 4, accepted
+    assert accepted < 24, accepted
+
+
+_BIG_DELTA_AGENT = r"""
+import json, sys
+sys.stdin.readline()
+event = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * 200_000}}
+print(json.dumps({"type": "stream_event", "event": event, "session_id": "s-1"}))
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "", "session_id": "s-1"}))
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+def test_output_that_fills_the_stdout_pipe_grows_it(tmp_path: Path) -> None:
+    import fcntl
+
+    # One event line longer than a default pipe: its write fills the pipe whatever the reader does.
+    exe = tmp_path / "big-delta-agent"
+    exe.write_text(f"#!{sys.executable}\n{_BIG_DELTA_AGENT}")
+    exe.chmod(0o755)
+    env = {**_env(tmp_path, 1), "AWP_AGENT_CLI_EXECUTABLE": str(exe)}
+    r, w = os.pipe()
+    try:
+        default = fcntl.fcntl(r, fcntl.F_GETPIPE_SZ)
+        proc = subprocess.Popen([AGENTRT, "run", "--json", "go"], env=env, stdin=subprocess.DEVNULL, stdout=w,
+                                stderr=subprocess.PIPE)
+        os.close(w)
+        w = -1
+        out = b""
+        while chunk := os.read(r, 1 << 20):
+            out += chunk
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        from agentrt._cli_run import STDOUT_PIPE_SIZE
+
+        assert default < STDOUT_PIPE_SIZE and fcntl.fcntl(r, fcntl.F_GETPIPE_SZ) == STDOUT_PIPE_SIZE
+    finally:
+        for fd in (r, w):
+            if fd >= 0:
+                os.close(fd)
+    texts = [json.loads(line).get("text") for line in out.splitlines()]
+    assert "x" * 200_000 in texts

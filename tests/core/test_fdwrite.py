@@ -119,3 +119,58 @@ async def test_regular_files_are_written_directly_and_the_thread_fallback_works(
     finally:
         os.close(fd)
     assert path.read_bytes() == b"one\ntwo\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+async def test_a_pipe_grows_once_when_a_write_fills_it_and_only_then() -> None:
+    size = 256 * 1024
+    r, w = os.pipe()
+    try:
+        default = fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
+        assert default < size
+        writer = FdWriter(w, pipe_size=size)
+        await writer.write(b"x" * 100)  # fits: the pipe keeps its size
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == default
+        assert os.read(r, 200) == b"x" * 100
+        # A write past the default size fills the pipe: it grows, and the whole write fits with no reader.
+        data = bytes(range(256)) * ((default + 4096) // 256)
+        with trio.fail_after(60):  # a hang guard only: nobody reads until the write is done
+            await writer.write(data)
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == size
+        got = b""
+        while len(got) < len(data):
+            got += os.read(r, 1 << 20)
+        assert got == data
+        # Once: a pipe made smaller again is left as it is, even when a write fills it.
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, default)
+        await _write_while_draining(writer, r, b"y" * (default * 3))
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == default
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+async def _write_while_draining(writer: FdWriter, r: int, data: bytes) -> None:
+    async def drain() -> None:
+        got = b""
+        while len(got) < len(data):
+            await trio.lowlevel.wait_readable(r)
+            got += os.read(r, 1 << 20)
+        assert got == data
+
+    with trio.fail_after(60):  # a hang guard only
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain)
+            await writer.write(data)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ is Linux's")
+async def test_without_pipe_size_a_full_pipe_keeps_its_size() -> None:
+    r, w = os.pipe()
+    try:
+        default = fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
+        await _write_while_draining(FdWriter(w), r, b"z" * (default * 3))
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) == default
+    finally:
+        os.close(r)
+        os.close(w)
