@@ -25,13 +25,13 @@ def tune_malloc() -> bool:
 
     A streaming host frees a batch's worth of medium buffers at a time (the
     chunk read, its lines, the rendered output, a tool result's text).  glibc
-    gives memory back to the system whenever more than its trim threshold
-    (128 KiB to a few hundred KiB, as its dynamic rule sets it) is free at the
-    top of the heap, and maps blocks past its mmap threshold one by one, so
-    every batch pages the same memory in again: ``agentrt run --json`` on the
-    100k-line bench session took about 75,000 page faults, and a quarter of its
-    CPU was the kernel's.  With blocks up to :data:`MMAP_THRESHOLD` from the
-    heap and :data:`TRIM_THRESHOLD` kept at its top it took about 18,000, for
+    gives memory back to the system whenever more than its trim threshold is
+    free at the top of the heap, and maps blocks past its mmap threshold one by
+    one (both start at 128 KiB and move with the blocks freed), so every batch
+    pages the same memory in again: ``agentrt run --json`` on the 100k-line
+    bench session took about 71,000 page faults, and a fifth to a quarter of
+    its CPU was the kernel's.  With blocks up to :data:`MMAP_THRESHOLD` from the
+    heap and :data:`TRIM_THRESHOLD` kept at its top it took about 14,000, for
     about 2 MiB more at its peak.
 
     Process-wide and not undone (glibc's dynamic thresholds stay off once set),
