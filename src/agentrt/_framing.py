@@ -25,14 +25,13 @@ answer for every chunking, which is what lets the property tests hold.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from typing import Any, Literal, NoReturn
 
 import attrs
 import orjson
 
+from ._jsonline import MALFORMED, SKIP, encode_line, lenient, parse_fragment, parse_line
 from .errors import AgentrtError
 
 __all__ = [
@@ -51,16 +50,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 
 _HEAD_BYTES = 200
 
-# What JavaScript's String.prototype.trim() removes (WhiteSpace + LineTerminator),
-# used on the slow path so that stripping matches the original host exactly.
-_JS_WHITESPACE = (
-    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
 _loads = orjson.loads
-_SKIP: Any = object()  # "blank line": None cannot say it, a line may be `null`
-_JSONDecodeError = orjson.JSONDecodeError
 
 
 @attrs.frozen
@@ -203,7 +193,7 @@ class JsonlReader:
         a malformed line counts in :attr:`malformed_count`.
         """
         obj = self._parse_slow(line)
-        return [] if obj is _SKIP else [obj]
+        return [] if obj is SKIP else [obj]
 
     def _feed(self, chunk: bytes, parse: Callable[[list[bytes]], list[Any]]) -> list[Any]:
         if self._skipping is not None:
@@ -301,112 +291,22 @@ class JsonlReader:
             # loop in C.  A blank line fails here and is skipped by the slow path.
             return list(map(self._loads, lines))
         except ValueError:
-            return [obj for line in lines if (obj := self._parse_slow(line)) is not _SKIP]
+            return [obj for line in lines if (obj := self._parse_slow(line)) is not SKIP]
 
     def _parse_slow(self, line: bytes) -> Any:
         if not line:
-            return _SKIP
+            return SKIP
         try:
             return self._loads(line)
         except ValueError:
             pass
-        obj = _lenient(line)
-        if obj is _MALFORMED:
+        obj = lenient(line)
+        if obj is MALFORMED:
             self._malformed += 1
             return Malformed(self._malformed, line.strip()[:_HEAD_BYTES])
         return obj
 
 
-_MALFORMED: Any = object()
-
-
 def _as_lines(lines: list[bytes]) -> list[Any]:
     # feed_lines' "parse": the lines themselves.
     return lines
-
-
-def _lenient(line: bytes) -> Any:
-    """The framing's parse of a line orjson refused: _SKIP, _MALFORMED or the object."""
-    text = line.decode("utf-8", "replace").strip(_JS_WHITESPACE)
-    if not text:
-        return _SKIP
-    try:
-        return _loads(text)
-    except _JSONDecodeError:
-        pass
-    try:
-        # JSON.parse accepts a few things orjson refuses (numbers that overflow
-        # to Infinity, lone surrogate escapes): keep such lines, as the host did.
-        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_js_int)
-        # orjson (and msgspec, for a typed loader) refuse every lone surrogate, so
-        # this slow path is the only way one can enter: repairing here costs the
-        # hot path nothing.  The text was decoded from bytes, so a surrogate in
-        # the object can only come from an escape, and only then is it walked.
-        if _SURROGATE_ESCAPE.search(text) is not None:
-            obj = _replace_surrogates(obj)
-        return obj
-    except (ValueError, RecursionError):
-        return _MALFORMED
-
-
-def _js_int(digits: str) -> int | float:
-    """An integer as JSON.parse reads it: past 64 bits a double, so every sink can encode it again."""
-    value = int(digits)
-    return value if -(2**63) <= value < 2**64 else float(value)
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _replace_surrogates(obj: Any) -> Any:
-    """``obj`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
-    if type(obj) is str:
-        return _SURROGATE.sub("\ufffd", obj)
-    if type(obj) is list:
-        return [_replace_surrogates(item) for item in obj]
-    if type(obj) is dict:
-        return {_SURROGATE.sub("\ufffd", key): _replace_surrogates(value) for key, value in obj.items()}
-    return obj
-
-
-def parse_line(line: bytes) -> Any:
-    """One line parsed as :class:`JsonlReader` parses it; ``None`` for a blank or malformed line.
-
-    This is what :attr:`agentrt.events.Event.raw` uses to materialise an
-    event's source object from its kept line on demand.
-    """
-    try:
-        return _loads(line)
-    except _JSONDecodeError:
-        pass
-    obj = _lenient(line)
-    return None if obj is _SKIP or obj is _MALFORMED else obj
-
-
-def parse_fragment(data: Any) -> Any:
-    """One JSON value (bytes-like, already validated as JSON) parsed as the framing parses a line holding it.
-
-    A value is parsed by itself exactly as inside its line: orjson first; what
-    orjson refuses takes the lenient path (invalid UTF-8 and lone surrogates
-    become U+FFFD, integers past 64 bits doubles).  Both paths read the
-    bytes between two ASCII delimiters the same way alone as in the line,
-    so the value equals the one of the whole line's parse.
-    """
-    view = memoryview(data)
-    try:
-        return _loads(view)
-    except _JSONDecodeError:
-        pass
-    obj = _lenient(bytes(view))
-    return None if obj is _SKIP or obj is _MALFORMED else obj
-
-
-def _reject_constant(name: str) -> NoReturn:
-    # NaN / Infinity / -Infinity literals are not JSON (JSON.parse rejects them).
-    raise ValueError(name)
-
-
-def encode_line(obj: Any) -> bytes:
-    """One JSON Lines record: compact JSON (raw UTF-8) followed by ``\\n``."""
-    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)

@@ -121,7 +121,7 @@ class Event:
         """The source protocol object this event was decoded from (``None`` if built directly)."""
         value = self._raw
         if type(value) is bytes:
-            from ._framing import parse_line
+            from ._jsonline import parse_line
 
             value = parse_line(value)
             # Frozen for users; caching the parsed object changes nothing they see.
