@@ -228,6 +228,10 @@ class _ScriptedStdout:
     output_cut = False
 
 
+async def _no_oversize(before: list[Event]) -> bool:
+    raise AssertionError("no line is oversize")
+
+
 def _lines_of(size: int, start: int) -> bytes:
     out = b"".join(b'{"n":%d}\n' % n for n in range(start, start + size // 8))
     return out[: out.rfind(b"\n", 0, size) + 1]
@@ -247,14 +251,11 @@ async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pi
     async def on_events(events: list[Event]) -> None:
         seen.extend(events)
 
-    async def on_oversize(before: list[Event]) -> bool:
-        raise AssertionError("no line is oversize")
-
     def park() -> bool:
         asked_at.append(len(stdout.reads))
         return parking[0]
 
-    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=_no_oversize)  # type: ignore[arg-type]
     with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
         assert await pump.run(park) is None  # parked
         # Asked only once the pipe ran dry: after the short second read, not after the full first one.
@@ -283,14 +284,11 @@ async def test_a_burst_that_ends_on_a_full_read_still_lets_the_pump_park() -> No
     async def on_events(events: list[Event]) -> None:
         pass
 
-    async def on_oversize(before: list[Event]) -> bool:
-        raise AssertionError("no line is oversize")
-
     def park() -> bool:
         asked_at.append(len(stdout.reads))
         return True
 
-    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=_no_oversize)  # type: ignore[arg-type]
     with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
         assert await pump.run(park) is None
     assert stdout.reads == [(READ_SIZE, READ_SIZE)] and asked_at == [1]
@@ -321,14 +319,11 @@ async def test_a_busy_owner_spares_the_pipe_its_question_after_full_reads(monkey
         if len(stdout.reads) == 2:
             idle[0] = True  # the turn ends with the second read's events
 
-    async def on_oversize(before: list[Event]) -> bool:
-        raise AssertionError("no line is oversize")
-
     def park() -> bool:
         parked_at.append(len(stdout.reads))
         return idle[0]
 
-    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=on_oversize)  # type: ignore[arg-type]
+    pump = Pump(stdout, FixtureCodec(), on_events, on_oversize=_no_oversize)  # type: ignore[arg-type]
     with trio.fail_after(60), contextlib.closing(stdout):  # a hang guard only
         result = await pump.run(park, lambda: idle[0])
     # Busy through the first full read: not asked. Idle after the second: asked, and the
