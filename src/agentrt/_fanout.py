@@ -57,7 +57,15 @@ class _Runner:
             self.wake.set()
         else:
             try:
-                await self.send.send(batch)
+                # Without a schedule point while the buffer has room: the producer (a pump)
+                # already yields at every read, and a second yield per batch was a whole
+                # trip through trio's scheduler. Waits, as send does, only when it is full.
+                self.send.send_nowait(batch)
+            except trio.WouldBlock:
+                try:
+                    await self.send.send(batch)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    self.failed = True
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 self.failed = True
 
