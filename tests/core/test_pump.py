@@ -185,6 +185,24 @@ async def test_fanout_without_coalescing_keeps_every_batch_of_every_source() -> 
     assert [(b.source, b.first_seq) for b in slow.batches] == [(f"bot{i % 2}", i) for i in range(6)]
 
 
+async def test_fanout_hands_a_batch_over_without_a_schedule_point_while_the_buffer_has_room() -> None:
+    # The pump already yields at every read: a second trip through trio's scheduler per
+    # batch, in the hand-over, is only paid when a block sink's buffer is full.
+    import trio.testing
+
+    sink = _Sink("one")  # a buffer of one batch
+    async with trio.open_nursery() as nursery:
+        fanout = Fanout(nursery, [sink], coalesce=False)
+        await trio.testing.wait_all_tasks_blocked()  # the sink's task waits for its first batch
+        with trio.testing.assert_no_checkpoints():
+            await fanout.send(_batch(0))  # to the waiting task: handed over at once
+            await fanout.send(_batch(1))  # room in the buffer: the same
+        with trio.testing.assert_checkpoints():
+            await fanout.send(_batch(2))  # full until the sink's task runs: it waits
+        await fanout.aclose()
+    assert [b.first_seq for b in sink.batches] == [0, 1, 2]
+
+
 class _ScriptedStdout:
     """A fixture stdout: hands out scripted chunks (full or short reads), so the loop's choices are exact.
 
