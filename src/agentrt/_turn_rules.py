@@ -73,6 +73,10 @@ def exit_before_result(status: ExitStatus, message: str | None = None) -> TurnFa
     )
 
 
+# The hot path's test: every event of a chunk is a text delta.
+_ONLY_TEXT = frozenset({TextDelta})
+
+
 class TurnRules:
     """The turn state machine of one conversation (see the module docstring).
 
@@ -132,8 +136,9 @@ class TurnRules:
         """Apply the rules to one chunk's events: (for sinks, for the turn in flight, control requests)."""
         turn = self.turn
         live = turn is not None and turn.terminal is None
-        if self.inputs and not [ev for ev in events if type(ev) is not TextDelta]:
-            # The hot path: a chunk of text deltas, nothing to rule on.
+        if self.inputs and {*map(type, events)} == _ONLY_TEXT:
+            # The hot path: a chunk of text deltas, nothing to rule on (the types
+            # gathered in C: a Python loop over the chunk was 1.6% of a delta run).
             batch = events if isinstance(events, list) else list(events)
             return batch, batch if live else [], []
         out: list[Event] = []

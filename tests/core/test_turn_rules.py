@@ -180,6 +180,24 @@ def test_a_chunk_of_text_deltas_passes_through_untouched() -> None:
     assert out is chunk and for_turn == []
 
 
+@pytest.mark.parametrize("where", [0, 2, 5])
+def test_one_other_event_anywhere_in_a_chunk_of_deltas_takes_the_rules(where: int) -> None:
+    # The hot path is only for a chunk of text deltas alone: wherever the terminal
+    # stands, it is ruled on (recorded on the turn; nothing after it is the turn's).
+    chunk: list[Event] = [TextDelta(text=str(i)) for i in range(5)]
+    chunk.insert(where, TurnCompleted(result="ok"))
+    rules = _rules()
+    turn = rules.turn
+    out, for_turn, _ = rules.apply(chunk)
+    assert out is not chunk and out == chunk
+    assert for_turn == chunk[: where + 1]
+    assert turn is not None and turn.terminal == TurnCompleted(result="ok")
+
+
+def test_an_empty_chunk_is_nothing_either_way() -> None:
+    assert _rules().apply([]) == ([], [], [])
+
+
 def test_the_terminal_is_recorded_on_the_turn() -> None:
     rules = _rules()
     turn = rules.turn
