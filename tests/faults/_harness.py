@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt import LaunchSpec
+from agentrt import LaunchSpec, _spawn_client
 from agentrt._plugins import Plugins
 from agentrt.events import Event, RawEvent, TextDelta, TurnCompleted, TurnFailed, TurnStarted
 
@@ -157,8 +157,7 @@ def open_fds() -> int:
     its first few spawns, and each keeps one socket for the process's life:
     run alone, the example that crossed that count saw them as its own leak.
     """
-    from agentrt import _spawn_client
-
+    # A copy: a spawner thread may start a server meanwhile.
     servers = {str(sock.fileno()) for sock, _ in list(_spawn_client._servers.values())}
     return len(set(os.listdir("/proc/self/fd")) - servers)
 
