@@ -33,17 +33,13 @@ from ._bots import ACTIONS, BotManager, public_bot, qr_url_of
 from ._chat import ChatManager, valid_thread_name
 from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
-from ._security import SecurityMiddleware, Sessions
+from ._security import SecurityMiddleware, Sessions, Throttle
 from ._sse import SSEResponse
 
 __all__ = ["WebState", "build_app"]
 
 _HERE = Path(__file__).parent
 _TIMELINE_PAGE = 50
-#: Failed logins allowed per client address and window (a token cannot be guessed online).
-LOGIN_ATTEMPTS = 5
-LOGIN_WINDOW = 60.0
-
 _STATUS = {
     "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
     "prompt_too_long": 413, "invalid_thread_name": 400, "unknown_action": 400, "bad_request": 400,
@@ -62,33 +58,8 @@ class WebState:
     sessions: Sessions
     token: str | None
     started: float = attrs.Factory(time.time)
-    logins: LoginThrottle = attrs.Factory(lambda: LoginThrottle())
-
-
-class LoginThrottle:
-    """At most :data:`LOGIN_ATTEMPTS` failed logins per client address per :data:`LOGIN_WINDOW` seconds."""
-
-    def __init__(self) -> None:
-        self._failures: dict[str, list[float]] = {}
-
-    def _recent(self, client: str) -> list[float]:
-        now = time.monotonic()
-        kept = [t for t in self._failures.get(client, []) if now - t < LOGIN_WINDOW]
-        if kept:
-            self._failures[client] = kept
-        else:
-            self._failures.pop(client, None)
-        return kept
-
-    def allowed(self, client: str) -> bool:
-        """Whether ``client`` may try again now."""
-        return len(self._recent(client)) < LOGIN_ATTEMPTS
-
-    def failed(self, client: str) -> None:
-        """Count one failed attempt (the table is bounded: the oldest clients go first)."""
-        self._failures.setdefault(client, []).append(time.monotonic())
-        while len(self._failures) > 10_000:
-            del self._failures[next(iter(self._failures))]
+    #: Failed credentials per client address: the login form's and the security wall's (one throttle).
+    logins: Throttle = attrs.Factory(Throttle)
 
 
 def _error(exc: AgentrtError) -> JSONResponse:
@@ -224,8 +195,10 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         candidate = str(form.get("token", ""))
         client = request.client.host if request.client is not None else ""
         if not state.logins.allowed(client):
-            return await page("login.html", ctx(
+            response = await page("login.html", ctx(
                 request, login=True, error="Too many attempts; wait a minute.", next=nxt), status_code=429)
+            response.headers["retry-after"] = str(state.logins.retry_after(client) or 1)
+            return response
         if state.token is None or not security.check_token(candidate):
             state.logins.failed(client)
             return await page("login.html", ctx(
@@ -374,7 +347,8 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     return SecurityMiddleware(
-        app, sessions=state.sessions, token=state.token, loopback_only=loopback_only, secure_cookie=secure_cookie
+        app, sessions=state.sessions, token=state.token, loopback_only=loopback_only, secure_cookie=secure_cookie,
+        throttle=state.logins,
     )
 
 

@@ -15,6 +15,11 @@
   ``/login`` and the static files is served until the session has logged in
   or the request carries ``Authorization: Bearer <token>``: pages redirect to
   the login form, streams and API calls get 401.
+* Every failed credential (a wrong login token, a wrong bearer token, a
+  session cookie that names no session of this server) counts against its
+  client address in one :class:`Throttle`; past :data:`ATTEMPTS` failures
+  in :data:`WINDOW` seconds, every credential from that address (a right one
+  too) gets 429 until the window has room again.
 * Bound to loopback, the ``Host`` header must name a loopback host, so a DNS
   rebinding page cannot talk to the server.
 
@@ -24,8 +29,10 @@ carries only the random session id.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import math
 import re
 import secrets
 import time
@@ -39,7 +46,7 @@ import attrs
 
 from agentrt.net import is_loopback_host
 
-__all__ = ["SecurityMiddleware", "Sessions", "Session", "CSP", "COOKIE"]
+__all__ = ["SecurityMiddleware", "Sessions", "Session", "Throttle", "CSP", "COOKIE", "ATTEMPTS", "WINDOW"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,6 +65,50 @@ _SID = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _PUBLIC_PREFIXES = ("/static/", "/login", "/favicon.ico")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_FORM_PEEK = 64 * 1024
+#: Failed credentials allowed per client address and window (a token cannot be guessed online).
+ATTEMPTS = 5
+WINDOW = 60.0
+_MAX_CLIENTS = 10_000
+
+
+class Throttle:
+    """At most :data:`ATTEMPTS` failed credentials per client address per :data:`WINDOW` seconds.
+
+    One table for every kind of credential (login form, bearer header, session cookie), so
+    switching kinds buys an attacker nothing.  Bounded: past :data:`_MAX_CLIENTS` addresses
+    the oldest go first.
+    """
+
+    def __init__(self, attempts: int = ATTEMPTS, window: float = WINDOW) -> None:
+        self.attempts = attempts
+        self.window = window
+        self._failures: dict[str, list[float]] = {}
+
+    def _recent(self, client: str) -> list[float]:
+        now = time.monotonic()
+        kept = [t for t in self._failures.get(client, []) if now - t < self.window]
+        if kept:
+            self._failures[client] = kept
+        else:
+            self._failures.pop(client, None)
+        return kept
+
+    def allowed(self, client: str) -> bool:
+        """Whether ``client`` may present a credential now."""
+        return len(self._recent(client)) < self.attempts
+
+    def retry_after(self, client: str) -> int:
+        """Whole seconds until ``client`` may try again (0: now)."""
+        recent = self._recent(client)
+        if len(recent) < self.attempts:
+            return 0
+        return max(1, math.ceil(recent[-self.attempts] + self.window - time.monotonic()))
+
+    def failed(self, client: str) -> None:
+        """Count one failed credential of ``client``."""
+        self._failures.setdefault(client, []).append(time.monotonic())
+        while len(self._failures) > _MAX_CLIENTS:
+            del self._failures[next(iter(self._failures))]
 
 
 @attrs.define
@@ -76,6 +127,9 @@ class Sessions:
     A browser that has not logged in holds only a random id in its cookie; its CSRF token is an HMAC of
     that id under a key of this server run.  So cookie-less traffic costs the server no memory and can
     never push a logged-in user out of the table: only a login (which needs the token) adds a row.
+    Such an anonymous id carries its own MAC (16 random bytes, then 16 of an HMAC of them), so an id
+    that is neither a logged-in session nor one this server run issued is told apart: a guess, or a
+    stale cookie (logged out, expired, another server run).
     """
 
     def __init__(self, limit: int | None = None) -> None:
@@ -92,24 +146,33 @@ class Sessions:
         return hmac.new(self._key, sid.encode(), hashlib.sha256).hexdigest()
 
     def get(self, sid: str | None) -> Session | None:
-        """The session of a well-formed id (logged in if it did, else anonymous), or ``None``."""
+        """The session of ``sid``: logged in, anonymous (an id this server run issued), else ``None``."""
         if not sid or not _SID.fullmatch(sid):
             return None
         s = self._by_id.get(sid)
         if s is not None and time.time() - s.created > _SESSION_TTL:
             del self._by_id[sid]
             s = None
-        return s if s is not None else Session(id=sid, csrf=self.csrf_of(sid))
+        if s is not None:
+            return s
+        raw = base64.urlsafe_b64decode(sid + "=")
+        if not hmac.compare_digest(raw[16:], self._anonymous_mac(raw[:16])):
+            return None
+        return Session(id=sid, csrf=self.csrf_of(sid))
+
+    def _anonymous_mac(self, nonce: bytes) -> bytes:
+        return hmac.new(self._key, b"anonymous:" + nonce, hashlib.sha256).digest()[:16]
 
     def anonymous(self) -> Session:
-        """A fresh id for a browser that has none (nothing is stored)."""
-        sid = secrets.token_urlsafe(32)
+        """A fresh id for a browser that has none (nothing is stored: the id carries its own MAC)."""
+        nonce = secrets.token_bytes(16)
+        sid = base64.urlsafe_b64encode(nonce + self._anonymous_mac(nonce)).rstrip(b"=").decode()
         return Session(id=sid, csrf=self.csrf_of(sid))
 
     def login(self) -> Session:
         """A fresh, logged-in session (a new id: no session fixation), kept until it expires or is dropped."""
-        s = self.anonymous()
-        s.authenticated = True
+        sid = secrets.token_urlsafe(32)
+        s = Session(id=sid, csrf=self.csrf_of(sid), authenticated=True)
         self._by_id[s.id] = s
         now = time.time()
         # Rows are in login order: the expired ones are at the front.
@@ -156,12 +219,15 @@ class SecurityMiddleware:
         token: str | None,
         loopback_only: bool,
         secure_cookie: bool = False,
+        throttle: Throttle | None = None,
     ) -> None:
         self.app = app
         self.sessions = sessions
         self.token = token
         self.loopback_only = loopback_only
         self.secure_cookie = secure_cookie
+        #: Failed credentials per client address (the login form counts in the same one).
+        self.throttle = Throttle() if throttle is None else throttle
 
     def check_token(self, candidate: str) -> bool:
         """Constant-time comparison with the configured token."""
@@ -187,15 +253,33 @@ class SecurityMiddleware:
             await _plain(send, 421, "misdirected_request: this server answers only to a loopback Host")
             return
 
+        client = _client(scope)
+        guarded = self.token is not None  # with no token there is no credential to guess
         bearer = False
         auth = _header(scope, b"authorization")
         if auth and auth[:7].lower() == "bearer ":
+            if guarded and not self.throttle.allowed(client):
+                await self._throttled(send, client)
+                return
             if self.token is None or not self.check_token(auth[7:].strip()):
+                if guarded:
+                    self.throttle.failed(client)
                 await _plain(send, 401, "unauthorized: bad bearer token", extra=[(b"www-authenticate", b"Bearer")])
                 return
             bearer = True
 
-        session = self.sessions.get(_cookie(scope, COOKIE))
+        public = any(path.startswith(p) for p in _PUBLIC_PREFIXES)
+        presented = _cookie(scope, COOKIE)
+        session = self.sessions.get(presented)
+        if guarded and not bearer and not public:
+            # A cookie naming no session of this server run is a failed credential (counted once:
+            # the response replaces it); a logged-in one waits out the throttle like any other.
+            stale = presented is not None and session is None
+            if (stale or (session is not None and session.authenticated)) and not self.throttle.allowed(client):
+                await self._throttled(send, client)
+                return
+            if stale:
+                self.throttle.failed(client)
         set_cookie: tuple[bytes, bytes] | None = None
         if session is None and not bearer:
             # Nothing is stored for it: anonymous traffic must not grow (or evict from) the session table.
@@ -207,7 +291,6 @@ class SecurityMiddleware:
         scope["state"]["security"] = self
 
         authed = bearer or (session is not None and (session.authenticated or self.token is None))
-        public = any(path.startswith(p) for p in _PUBLIC_PREFIXES)
 
         if method not in _SAFE_METHODS and not bearer:
             origin = _header(scope, b"origin")
@@ -242,6 +325,18 @@ class SecurityMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_wrapper)
+
+
+    async def _throttled(self, send: Send, client: str) -> None:
+        wait = self.throttle.retry_after(client) or 1
+        await _plain(send, 429, "too_many_attempts: too many failed credentials from this address; try again later",
+                     extra=[(b"retry-after", str(wait).encode())])
+
+
+def _client(scope: Scope) -> str:
+    """The client's address (the throttle's key)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def _safe_next(path: str) -> str:
