@@ -36,7 +36,7 @@ from agentrt.events import (
 
 from . import _fs
 from ._options import AcpOptions
-from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, rpc_error_code
+from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, meta_usage, rpc_error_code
 from ._rpc import dumps as _dumps
 from ._rpc import rpc_message as _rpc_message
 from ._rpc import usage_of as _usage
@@ -69,6 +69,8 @@ class AcpHostCodec(HostCodec):
         #: The session the agent opened (or loaded), once it has.
         self.session_id: str | None = None
         self._updates = UpdateDecoder()
+        #: A loaded session's replay lasts until the prompt is written (some agents replay after answering).
+        self._replay_until_prompt = False
 
     # -- configuration and encoding ------------------------------------------
     def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
@@ -135,11 +137,19 @@ class AcpHostCodec(HostCodec):
         return b"".join(lines)
 
     def drain_output(self) -> bytes | None:
-        """The handshake's next request, when a response called for one."""
+        """The handshake's next request, when a response called for one.
+
+        After ``session/load``, updates stay replayed history until the prompt
+        goes out here: Gemini CLI answers the load request first and replays
+        after, so the load response alone does not end the replay.
+        """
         if not self._out:
             return None
         out = b"".join(self._out)
         self._out.clear()
+        if self._replay_until_prompt and self._prompt_id is not None:
+            self._replay_until_prompt = False
+            self._updates.replaying = False
         return out
 
     # -- answering agent requests ---------------------------------------------
@@ -319,7 +329,7 @@ class AcpHostCodec(HostCodec):
         if error is not None:
             return TurnFailed(code=rpc_error_code(error), message=_rpc_message(error), raw=obj)
         reason = result.get("stopReason")
-        usage = _usage(result.get("usage"))
+        usage = _usage(result.get("usage")) or meta_usage(result.get("_meta"))
         if reason == "end_turn":
             return TurnCompleted(session_id=self.session_id, usage=usage, raw=obj)
         code = STOP_REASON_CODES.get(reason) if isinstance(reason, str) else None
@@ -356,7 +366,9 @@ class AcpHostCodec(HostCodec):
         return [RawEvent(name="initialize", raw=obj)]
 
     def _opened(self, method: str, result: Any, error: Any, obj: dict[str, Any]) -> list[Event]:
-        self._updates.replaying = False
+        # A loaded session's replay ends when the prompt is written (drain_output), not here.
+        self._replay_until_prompt = method == "session/load" and error is None
+        self._updates.replaying = self._replay_until_prompt
         if error is not None:
             code = rpc_error_code(error)
             code = code if code == "acp_auth_required" else f"acp_{method.replace('/', '_')}_failed"

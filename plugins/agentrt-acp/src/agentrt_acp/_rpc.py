@@ -9,7 +9,9 @@ import orjson
 from agentrt.errors import AgentrtError
 from agentrt.events import Usage
 
-__all__ = ["PROTOCOL_VERSION", "STOP_REASON_CODES", "dumps", "rpc_error_code", "rpc_message", "usage_of"]
+__all__ = [
+    "PROTOCOL_VERSION", "STOP_REASON_CODES", "dumps", "meta_usage", "rpc_error_code", "rpc_message", "usage_of",
+]  # fmt: skip
 
 #: The ACP protocol version agentrt speaks.
 PROTOCOL_VERSION = 1
@@ -60,6 +62,24 @@ def usage_of(data: Any) -> Usage | None:
         cache_read_input_tokens=num("cachedReadTokens"),
         cache_creation_input_tokens=num("cachedWriteTokens"),
     )
+
+
+def meta_usage(meta: Any) -> Usage | None:
+    """Usage an agent puts in a response's ``_meta`` (Gemini CLI: ``quota.token_count``), else ``None``.
+
+    ``_meta`` is free-form: only integer ``input_tokens``/``output_tokens`` are read.
+    """
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    counts = quota.get("token_count") if isinstance(quota, dict) else None
+    if not isinstance(counts, dict):
+        return None
+
+    def num(key: str) -> int | None:
+        v = counts.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    usage = Usage(input_tokens=num("input_tokens"), output_tokens=num("output_tokens"))
+    return None if usage.input_tokens is None and usage.output_tokens is None else usage
 
 
 def dumps(obj: Any) -> bytes:

@@ -44,6 +44,20 @@ def _bounded(content: Any) -> Any:
     return {"truncated": True, "bytes": size, "text": "\n".join(texts)[: MAX_TOOL_CONTENT // 4]}
 
 
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _context_status(update: Mapping[str, Any], raw: Any) -> Event:
+    """``usage_update``: the tokens in the session's context window (and its cost), as a status."""
+    used, size = _int(update.get("used")), _int(update.get("size"))
+    cost = update.get("cost") if isinstance(update.get("cost"), dict) else None
+    if used is None:
+        return RawEvent(name="usage_update", raw=raw)
+    label = f"context: {used} of {size} tokens" if size else f"context: {used} tokens"
+    return Status(kind="context", label=label, detail={"used": used, "size": size, "cost": cost}, raw=raw)
+
+
 def _done(update: Mapping[str, Any]) -> bool:
     status = update.get("status")
     return isinstance(status, str) and status in _DONE
@@ -94,8 +108,10 @@ class UpdateDecoder:
         if kind == "current_mode_update":
             mode = update.get("currentModeId")
             return [Status(kind="mode", label=_label(mode, "mode changed"), detail={"mode": mode}, raw=raw)]
+        if kind == "usage_update":
+            return [_context_status(update, raw)]
         if isinstance(kind, str) and kind:
-            # available_commands_update, session_info_update, usage_update, config_option_update, future kinds
+            # available_commands_update, session_info_update, config_option_update, future kinds
             return [RawEvent(name=kind, raw=raw)]
         return [Diagnostic(code="unexpected_output_shape", detail="session/update without sessionUpdate", raw=raw)]
 
