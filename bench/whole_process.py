@@ -13,7 +13,7 @@ spawn to reap, with its stdout a pipe that the bench drains (to nowhere):
   commit), ``agentrt_*_before`` run that tree's code in the same rounds.
 
 The fake CLI (bench/_fake_cli.py) answers the SDK's ``initialize`` request and
-writes a 100k-line session built from the shared corpus (its ``result`` lines
+writes a 100k-line session built from the bench corpus, corpus.py (its ``result`` lines
 moved to a single one at the end, so both hosts read every line of one turn).
 
 Per run: wall seconds (spawn to reap); parent CPU seconds, that is the

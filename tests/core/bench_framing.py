@@ -1,4 +1,4 @@
-"""Benchmark: JsonlReader.feed per line on the shared corpus, against baselines in the same run.
+"""Benchmark: JsonlReader.feed per line on the bench corpus (``bench/corpus.py``), against baselines in the same run.
 
 Run: ``.venv/bin/python tests/core/bench_framing.py [corpus.py path]``.  Prints
 CPU nanoseconds per line (best of several rounds, process time) for:
@@ -25,8 +25,7 @@ import orjson
 
 from agentrt._framing import JsonlReader
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CORPUS = sys.argv[1] if len(sys.argv) > 1 else str(SHARED / "bench" / "corpus.py")
+CORPUS = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).resolve().parents[2] / "bench" / "corpus.py")
 
 
 def load_corpus() -> tuple[bytes, int, bytes, int]:

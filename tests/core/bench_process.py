@@ -1,7 +1,7 @@
 """Benchmark: the stdout pump (AgentProcess.receive_some + JsonlReader.feed) per read size.
 
-Run: ``.venv/bin/python tests/core/bench_process.py``.  A child writes the shared
-corpus (41.8 MB, 20,000 lines) to stdout as fast as it can; the host reads and
+Run: ``.venv/bin/python tests/core/bench_process.py``.  A child writes the bench
+corpus (``bench/corpus.py``, 41 MB, 20,000 lines) to stdout as fast as it can; the host reads and
 frames it.  Prints the host's CPU time per line and the wall time, for each
 read size (the default pipe holds 64 KiB).  A second part measures one small
 line per read, the common case of a paced agent, as ns per write+read pair.
@@ -21,7 +21,7 @@ import trio
 from agentrt._framing import JsonlReader
 from agentrt._process import ProcessSpec, open_process
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "bench"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
 import corpus
 
 WRITER = "import sys; data = open(sys.argv[1], 'rb').read(); sys.stdout.buffer.write(data)"

@@ -28,7 +28,7 @@ from agentrt.dialect import JsonFragment
 from agentrt.events import ToolResult, ToolUse, to_json
 from agentrt.lowlevel import JsonlReader, parse_fragment
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "corpus.py"
+CORPUS = Path(__file__).resolve().parents[2] / "bench" / "corpus.py"
 _stored_content = stored_getter(ToolResult, "content")
 _stored_input = stored_getter(ToolUse, "input")
 
@@ -208,7 +208,6 @@ def _corpus_lines() -> list[bytes]:
     return [line for kind, line in module.corpus_lines(600, big_lines=False)]
 
 
-@pytest.mark.skipif(not CORPUS.is_file(), reason="the shared bench corpus lies beside the checkout")
 def test_the_corpus_tool_payloads_are_written_through_as_the_old_bytes() -> None:
     plugins = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"})
     blob = b"".join(_corpus_lines())

@@ -1,7 +1,7 @@
 """Benchmark: the host codecs' decode cost per line, against orjson.loads alone.
 
-Run: ``.venv/bin/python tests/dialects/bench_decode.py``.  Uses the shared
-corpus (20,000 Claude-Code-style stream-json lines, 1 MB lines included).  For
+Run: ``.venv/bin/python tests/dialects/bench_decode.py``.  Uses the bench
+corpus (``bench/corpus.py``: (20,000 Claude-Code-style stream-json lines, 1 MB lines included).  For
 each pass the lines are parsed with orjson (the baseline) and, separately,
 parsed and decoded by a fresh host codec; the decode cost is the difference.
 CPU time, best of several alternated passes, same process.  Not a test: nothing is asserted.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,8 +22,7 @@ import orjson
 from agentrt_awp_jsonl.codec import AwpJsonlDialect
 from agentrt_stream_json.codec import StreamJsonDialect
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CORPUS = Path(os.environ.get("AGENTRT_BENCH_CORPUS", str(SHARED / "bench" / "corpus.py")))
+CORPUS = Path(__file__).resolve().parents[2] / "bench" / "corpus.py"
 PASSES = 7
 
 
