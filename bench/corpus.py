@@ -135,7 +135,7 @@ class _Session:
         which = r.randrange(6)
         if which == 0:
             self.message_id = self.new_id("msg_")
-            message = {
+            message: dict[str, Any] = {
                 "id": self.message_id,
                 "type": "message",
                 "role": "assistant",
