@@ -1,17 +1,26 @@
 """``fs/read_text_file`` and ``fs/write_text_file`` for an agent, confined to the session's directory.
 
 Paths must be absolute (the protocol says so) and resolve, symlinks followed,
-inside the root; ``..`` and symlinks that lead out are refused, as are files
-over the size bound.  Errors are JSON-RPC errors with a stable ``data.code``.
+inside the root; ``..`` and symlinks that lead out are refused.  Only a
+regular file is read or written: the file is opened with ``O_NONBLOCK |
+O_NOFOLLOW | O_CLOEXEC`` (so a FIFO, a socket or a device an agent planted in
+its directory can never block the open), checked with ``fstat`` and served
+from that one descriptor (so it cannot be swapped for something else between
+the check and the use).  Reads and writes over ``limit`` bytes are refused.
+Errors are JSON-RPC errors with a stable ``data.code``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["FsError", "read_text_file", "write_text_file"]
+
+_OPEN_FLAGS = os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class FsError(Exception):
@@ -39,21 +48,72 @@ def _confined(root: str, params: Mapping[str, Any]) -> str:
     return real
 
 
-def read_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    """The ``fs/read_text_file`` result (``line`` 1-based and ``limit`` lines honoured)."""
-    path = _confined(root, params)
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_regular(what: str) -> FsError:
+    return FsError(-32602, "not_regular_file", f"path is {what}; only regular files are read or written")
+
+
+def _open_regular(path: str, flags: int, verb: str) -> int:
+    """A descriptor on ``path`` that ``fstat`` says is a regular file (never blocks: ``O_NONBLOCK``)."""
     try:
-        size = os.path.getsize(path)
-        if size > limit:
-            raise FsError(-32602, "file_too_large", f"file is larger than {limit} bytes")
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(limit + 1)
+        fd = os.open(path, flags | _OPEN_FLAGS, 0o644)
     except FileNotFoundError:
         raise FsError(-32002, "resource_not_found", "no such file") from None
-    except IsADirectoryError:
-        raise FsError(-32602, "invalid_path", "path is a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened to write; or a socket
+            raise _not_regular("a FIFO or socket") from None
+        if exc.errno == errno.EISDIR:
+            raise _not_regular("a directory") from None
+        if exc.errno == errno.ELOOP:  # a symlink put at the final component after the check
+            raise FsError(-32602, "invalid_path", "path is a symbolic link") from None
+        raise FsError(-32603, "file_error", f"cannot {verb} the file ({type(exc).__name__})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(_kind(mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    """The ``fs/read_text_file`` result (``line`` 1-based and ``limit`` lines honoured).
+
+    The file's bytes as UTF-8 (invalid bytes replaced); a file over ``limit``
+    bytes, at the open or while it is read, is refused.
+    """
+    fd = _open_regular(_confined(root, params), os.O_RDONLY, "read")
+    try:
+        if os.fstat(fd).st_size > limit:
+            raise FsError(-32602, "file_too_large", f"file is larger than {limit} bytes")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, limit + 1 - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
     except OSError as exc:
         raise FsError(-32603, "file_error", f"cannot read the file ({type(exc).__name__})") from None
+    finally:
+        os.close(fd)
+    if got > limit:  # it grew after the fstat
+        raise FsError(-32602, "file_too_large", f"file is larger than {limit} bytes")
+    text = b"".join(chunks).decode("utf-8", errors="replace")
     line, count = params.get("line"), params.get("limit")
     if isinstance(line, int) or isinstance(count, int):
         lines = text.splitlines(keepends=True)
@@ -64,7 +124,11 @@ def read_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[str
 
 
 def write_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    """Write ``content`` to ``path`` (the parent directory must exist inside the root)."""
+    """Write ``content`` to ``path`` (the parent directory must exist inside the root).
+
+    A new file is created; an existing one must be a regular file, and is
+    truncated only after ``fstat`` said so (a FIFO is never written to).
+    """
     path = _confined(root, params)
     content = params.get("content")
     if not isinstance(content, str):
@@ -72,11 +136,14 @@ def write_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[st
     data = content.encode("utf-8", "surrogatepass")
     if len(data) > limit:
         raise FsError(-32602, "file_too_large", f"content is larger than {limit} bytes")
+    fd = _open_regular(path, os.O_WRONLY | os.O_CREAT, "write")
     try:
-        # O_NOFOLLOW: a symlink planted after the check cannot redirect the write.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     except OSError as exc:
         raise FsError(-32603, "file_error", f"cannot write the file ({type(exc).__name__})") from None
+    finally:
+        os.close(fd)
     return {}

@@ -200,7 +200,9 @@ class AcpHostCodec(HostCodec):
             return None
         del self._agent_requests[request.request_id]
         try:
-            result = await trio.to_thread.run_sync(op, self._cwd, params, opts.max_file_bytes)
+            # The open never blocks (O_NONBLOCK, regular files only); abandoning the thread
+            # on cancel keeps the request bounded by the turn's cancel, timeout and signals too.
+            result = await trio.to_thread.run_sync(op, self._cwd, params, opts.max_file_bytes, abandon_on_cancel=True)
         except _fs.FsError as exc:
             error = {"code": exc.rpc_code, "message": exc.message, "data": {"code": exc.code}}
             return _dumps({"jsonrpc": "2.0", "id": rid, "error": error})
