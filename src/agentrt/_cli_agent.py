@@ -21,7 +21,7 @@ Arguments (the AWP launch contract):
   --dialect NAME   wire dialect (default awp-jsonl)
   --include-partial-messages   stream-json: print each delta as it comes
   --mcp-config P, --input-format F, --output-format F   accepted and ignored
-  --print, --verbose                                    accepted and ignored
+  --print, --verbose, --permission-prompt-tool stdio    accepted and ignored
 
 \b
 Environment: AGENTRT_API_BASE_URL, AGENTRT_API_TOKEN, AGENTRT_MODEL,

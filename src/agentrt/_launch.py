@@ -245,6 +245,8 @@ class LaunchSpec:
     protocol: str = DEFAULT_PROTOCOL
     model: str | None = None
     remote_opt_in: bool = False
+    partial_messages: bool = True
+    """Ask the CLI for live deltas where its dialect can (stream-json: ``--include-partial-messages``)."""
 
     @classmethod
     def from_env(
@@ -346,7 +348,7 @@ class LaunchSpec:
         parent_env: Mapping[str, str] | None = None,
         shutdown_line: bytes | None = None,
     ) -> ProcessSpec:
-        """What to spawn for ``dialect`` (its ``compat_args`` go before ``--model``).
+        """What to spawn for ``dialect`` (its :meth:`~agentrt.dialect.Dialect.launch_args` go before ``--model``).
 
         ``parent_env`` defaults to ``os.environ`` (only allow-listed keys are
         read).  ``cwd`` must be a non-empty path without NUL
@@ -363,6 +365,12 @@ class LaunchSpec:
         if getattr(dialect, "session_in_band", False):
             # The protocol carries the model and the session to resume, not argv.
             launch, resume = attrs.evolve(self, model=None), None
-        argv = launch.argv(tuple(dialect.compat_args), resume=resume, mcp_config=mcp_config)
+        launch_args = getattr(dialect, "launch_args", None)
+        compat = (
+            launch_args(self.prefix_args, partial_messages=self.partial_messages)
+            if launch_args is not None
+            else tuple(dialect.compat_args)
+        )
+        argv = launch.argv(compat, resume=resume, mcp_config=mcp_config)
         env = self.child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)

@@ -345,6 +345,15 @@ class Dialect(abc.ABC):
     (ACP): no ``--model``/``--resume`` in argv, :meth:`HostCodec.start` instead.
     One of the request/response parts of the contract (see the module docstring)."""
 
+    def launch_args(self, prefix_args: Sequence[str], *, partial_messages: bool = True) -> tuple[str, ...]:
+        """The arguments this dialect adds to the CLI's argv (before ``--model``) for a launch.
+
+        ``prefix_args`` are the user's own arguments (a dialect may leave out a
+        flag they already set); ``partial_messages`` is the launch's wish for
+        live deltas.  Default: :attr:`compat_args`.
+        """
+        return tuple(self.compat_args)
+
     @abc.abstractmethod
     def host_codec(self) -> HostCodec:
         """A fresh host-side codec."""

@@ -3,7 +3,8 @@
 The accepted argv is exactly the AWP launch contract's (plus ``--dialect``):
 ``--model V``, ``--resume V``, ``--dialect V``; ``--mcp-config``,
 ``--input-format`` and ``--output-format`` consume one value and are ignored;
-``--print`` and ``--verbose`` are ignored; anything else is
+``--print``, ``--verbose`` and ``--permission-prompt-tool stdio`` (which
+agentrt's stream-json host passes every CLI) are ignored; anything else is
 ``unsupported_argument:<arg>``.
 """
 
@@ -78,6 +79,8 @@ def parse_args(argv: Sequence[str]) -> AgentArgs:
             dialect, i = js_trim(value) or DEFAULT_DIALECT, i + 2
         elif arg == "--include-partial-messages":
             partial, i = True, i + 1
+        elif arg == "--permission-prompt-tool" and value == "stdio":
+            i += 2  # its own tools run without asking the host: nothing to route
         elif arg in _IGNORED_WITH_VALUE:
             i += 2  # consumed with its value: MCP is not supported, formats are fixed
         elif arg in _IGNORED_FLAGS:

@@ -117,9 +117,9 @@ class _Agent:
                 self.deltas = int(next(it, "2"))
             elif arg == "--stderr-bytes":
                 self.stderr_bytes = int(next(it, "0"))
-            elif arg in ("--mcp-config", "--input-format", "--output-format"):
+            elif arg in ("--mcp-config", "--input-format", "--output-format", "--permission-prompt-tool"):
                 next(it, None)
-            elif arg in ("--print", "--verbose"):
+            elif arg in ("--print", "--verbose", "--include-partial-messages"):
                 pass
             else:
                 self.fail(f"unsupported_argument:{arg}")

@@ -23,6 +23,8 @@ host codec handles the traps of the real CLI (see docs/dialects.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agentrt.dialect import Dialect
 
 from ._agent import StreamJsonAgentCodec
@@ -31,6 +33,8 @@ from ._typed import StreamDelta
 
 __all__ = [
     "COMPAT_ARGS",
+    "PARTIAL_MESSAGES_ARG",
+    "PERMISSION_PROMPT_ARGS",
     "StreamJsonDialect",
     "StreamJsonHostCodec",
     "StreamJsonAgentCodec",
@@ -40,6 +44,15 @@ __all__ = [
 
 #: Added to the CLI's argv before ``--model`` (the AWP launch contract).
 COMPAT_ARGS = ("--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose")
+#: The CLI sends every tool permission question to its host as a ``can_use_tool``
+#: control request (without it, Claude Code refuses the tools it would ask about).
+PERMISSION_PROMPT_ARGS = ("--permission-prompt-tool", "stdio")
+#: The CLI streams each delta as a ``stream_event`` line (without it a reply arrives whole).
+PARTIAL_MESSAGES_ARG = "--include-partial-messages"
+
+
+def _sets(prefix_args: Sequence[str], flag: str) -> bool:
+    return any(arg == flag or arg.startswith(flag + "=") for arg in prefix_args)
 
 
 class StreamJsonDialect(Dialect):
@@ -50,6 +63,21 @@ class StreamJsonDialect(Dialect):
 
     def __init__(self, *, partial_messages: bool = False) -> None:
         self.partial_messages = partial_messages
+
+    def launch_args(self, prefix_args: Sequence[str], *, partial_messages: bool = True) -> tuple[str, ...]:
+        """:data:`COMPAT_ARGS`, then what the Agent SDK passes for agentrt's features.
+
+        ``--permission-prompt-tool stdio`` (agentrt's approval policy answers
+        every tool permission request) and, with ``partial_messages``,
+        ``--include-partial-messages`` (live deltas); each only when the user's
+        ``prefix_args`` do not already set it.
+        """
+        args = list(COMPAT_ARGS)
+        if not _sets(prefix_args, PERMISSION_PROMPT_ARGS[0]):
+            args += PERMISSION_PROMPT_ARGS
+        if partial_messages and not _sets(prefix_args, PARTIAL_MESSAGES_ARG):
+            args.append(PARTIAL_MESSAGES_ARG)
+        return tuple(args)
 
     def host_codec(self) -> StreamJsonHostCodec:
         """A fresh host codec."""
