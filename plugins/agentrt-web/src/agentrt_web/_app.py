@@ -232,15 +232,19 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             text = body.get("text")
             if not isinstance(text, str):
                 raise AgentrtError("bad_request", "text must be a string")
-            await state.chats.send(name, text)
+            key = await state.chats.send(name, text)
         except AgentrtError as exc:
             return _error(exc)
-        return JSONResponse({"ok": True}, status_code=202)
+        return JSONResponse({"ok": True, "turn": key}, status_code=202)
 
     async def api_cancel(request: Request) -> Response:
         try:
             name = thread_name(request)
-            cancelled = await state.chats.cancel(name)
+            body = await _json(request) if await request.body() else {}
+            key = body.get("turn")
+            if key is not None and not isinstance(key, str):
+                raise AgentrtError("bad_request", "turn must be the key a message was answered with")
+            cancelled = await state.chats.cancel(name, key)
         except AgentrtError as exc:
             return _error(exc)
         return JSONResponse({"cancelled": cancelled})

@@ -51,6 +51,9 @@ _OPEN_TIMEOUT = 30.0
 _CLOSE_TIMEOUT = 15.0
 # How long a message waits for the previous turn's task to notice its end.
 _IDLE_GRACE = 1.0
+# How long a message waits for a Stop of the previous turn to finish (the runtime bounds the stop
+# itself: the agent's grace, then the bounded stop of its process group).
+_CANCEL_SETTLE = 30.0
 # Pages of 1000 stored events read to find the messages of failed turns (a bound, not a target).
 _MESSAGE_PAGES = 20
 
@@ -71,6 +74,11 @@ class _Live:
     idle: trio.Event = attrs.Factory(trio.Event)
     last_prompt: str = ""
     db_sink: Any = None
+    #: The key of the turn in flight (or last run): a Stop names the turn it was issued for.
+    turn_key: str = ""
+    #: The turn a Stop is (or was) under way for, and when it is over.
+    cancel_key: str = ""
+    cancelled: trio.Event | None = None
 
 
 class ChatManager:
@@ -250,8 +258,12 @@ class ChatManager:
         self._titles.pop(name, None)
         return ok
 
-    async def send(self, name: str, text: str) -> None:
-        """Start a turn on ``name`` (opening the thread first); returns once the turn is under way."""
+    async def send(self, name: str, text: str) -> str:
+        """Start a turn on ``name`` (opening the thread first); returns the turn's key once it is under way.
+
+        A Stop still under way for the previous turn finishes first (bounded), so nothing it does
+        can reach the process this turn runs on.
+        """
         if not text.strip():
             raise AgentrtError("empty_prompt", "the message is empty")
         if len(text) > MAX_PROMPT:
@@ -263,21 +275,47 @@ class ChatManager:
                 await live.idle.wait()
         if live.busy:
             raise AgentrtError("turn_in_progress", "the previous turn has not ended")
-        live.busy = True
+        live.busy = True  # claimed before any wait: a second message meanwhile is turn_in_progress
         live.idle = trio.Event()
+        if live.cancelled is not None:
+            with trio.move_on_after(_CANCEL_SETTLE):
+                await live.cancelled.wait()
+        key = secrets.token_urlsafe(9)
+        live.turn_key = live.sink.turn_key = key
         live.last_prompt = text
         started = trio.Event()
         self._nursery.start_soon(self._turn, live, text, started)
         with trio.move_on_after(5):
             await started.wait()
+        return key
 
-    async def cancel(self, name: str) -> bool:
-        """Stop the turn in flight (the thread stays open); ``False`` if none was running."""
+    async def cancel(self, name: str, key: str | None = None) -> bool:
+        """Stop the turn in flight (the thread stays open); ``False`` if there is none to stop.
+
+        With ``key`` only the turn of that key (what :meth:`send` returned): a Stop that arrives
+        after its turn ended never touches a later turn.  Stops of one turn coalesce: the first
+        asks the runtime once, the others wait for that answer.
+        """
         live = self._live.get(name)
-        if live is None or live.conv is None or not live.busy:
+        if live is None or live.conv is None or not live.busy or (key is not None and key != live.turn_key):
             return False
-        await live.conv.cancel_turn()
+        if live.cancel_key != live.turn_key or live.cancelled is None:
+            live.cancel_key = live.turn_key
+            done = live.cancelled = trio.Event()
+            # In the server's nursery: a dropped request does not cut the stop short.
+            self._nursery.start_soon(self._cancel, live, done)
+        await live.cancelled.wait()
         return True
+
+    @staticmethod
+    async def _cancel(live: _Live, done: trio.Event) -> None:
+        try:
+            if live.conv is not None:
+                await live.conv.cancel_turn()
+        except Exception as exc:  # a broken stop must not take the server down
+            print(f"agentrt web: thread {live.name!r}: stop failed: {type(exc).__name__}", file=sys.stderr)
+        finally:
+            done.set()
 
     async def open(self, name: str) -> _Live:
         """The live thread ``name``, spawning its agent (resuming its session) if needed."""

@@ -61,6 +61,7 @@ class LiveState:
     """What the page needs to draw a turn in flight (also rendered on reload)."""
 
     turn: int | None = None
+    key: str = ""
     prompt: str = ""
     text: list[str] = attrs.Factory(list)
     steps: list[dict[str, Any]] = attrs.Factory(list)
@@ -69,8 +70,8 @@ class LiveState:
 
     def public(self) -> dict[str, Any]:
         """JSON for the page."""
-        return {"turn": self.turn, "prompt": self.prompt, "text": "".join(self.text), "steps": self.steps,
-                "status": self.status}
+        return {"turn": self.turn, "key": self.key, "prompt": self.prompt, "text": "".join(self.text),
+                "steps": self.steps, "status": self.status}
 
 
 def _usage(u: Any) -> dict[str, int] | None:
@@ -99,6 +100,8 @@ class WebSink:
         self.terminals = 0
         self._md_pending = False
         self._next_md = 0.0
+        #: The key of the turn being sent (set by the chat before it sends; pages name it in a Stop).
+        self.turn_key = ""
 
     async def handle(self, batch: EventBatch) -> None:
         """Project one batch; publish it now, or hold its text for the next frame."""
@@ -117,8 +120,9 @@ class WebSink:
                 live.turn = ev.turn  # type: ignore[attr-defined]
                 live.prompt = ev.prompt  # type: ignore[attr-defined]
                 live.text, live.steps, live.status = [], [], ""
+                live.key = self.turn_key
                 live.started_mono = batch.mono
-                out.append({"k": "turn_started", "turn": live.turn, "prompt": live.prompt})
+                out.append({"k": "turn_started", "turn": live.turn, "key": live.key, "prompt": live.prompt})
             elif cls is ToolUse:
                 out.append({"k": "tool", **self._step(ev)})
             elif cls is ToolResult:

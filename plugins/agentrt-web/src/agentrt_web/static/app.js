@@ -313,6 +313,7 @@
           lastPrompt = m.prompt;
           if (!current || current.dataset.turn) newTurn(m.prompt);
           current.dataset.turn = String(m.turn);
+          if (m.key) current.dataset.key = m.key;
           busy(true);
           retitle(m.prompt);
           break;
@@ -379,16 +380,25 @@
       lastPrompt = text;
       newTurn(text);
       busy(true);
-      const r = await post("/api/threads/" + encodeURIComponent(thread) + "/messages", { text: text });
+      const a = current;
+      sending = post("/api/threads/" + encodeURIComponent(thread) + "/messages", { text: text });
+      const r = await sending;
+      sending = null;
+      if (r.ok && r.data.turn && a && !a.dataset.key) a.dataset.key = r.data.turn;
       if (!r.ok) {
         const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "the server answered " + r.status };
         finish({ k: "failed", html: "", code: err.code, message: err.detail, usage: null, duration: null });
       }
     }
 
+    // A Stop names the turn it was pressed for (its key, from the server): one that arrives after
+    // that turn ended never stops a later one.
+    let sending = null;
     async function stop() {
       stopBtn.disabled = true;
-      await post("/api/threads/" + encodeURIComponent(thread) + "/cancel");
+      if (sending) await sending;
+      const key = current && current.dataset.key;
+      if (key) await post("/api/threads/" + encodeURIComponent(thread) + "/cancel", { turn: key });
       stopBtn.disabled = false;
     }
 
