@@ -19,6 +19,8 @@ import orjson
 
 from ._config import AgentConfig, Config, ResolvedAgent, load_config, mask_env, parse_config, resolve_agent
 from ._launch import contains_remote_url
+from ._preset_find import check_executable, fill_preset
+from ._presets import PRESETS
 from .errors import AgentrtError
 
 __all__ = ["agents", "resolve_for_cli", "load_config_for_cli"]
@@ -155,16 +157,50 @@ def _env_pairs(pairs: Sequence[str]) -> dict[str, str]:
               help="Save the reference agent (agentrt agent) against this OpenAI-compatible endpoint.")
 @click.option("--local-model", is_flag=True,
               help=f"Save the reference agent set up for the local model server (default {LOCAL_MODEL_ENDPOINT}).")
+@click.option("--preset", metavar="|".join(PRESETS),
+              help="Fill in protocol, args and env for a known agent CLI (see docs/agents.md).")
+@click.option("--dir", "dirs", multiple=True, metavar="DIR",
+              help="With --preset: look for the executables here before PATH (repeatable).")
 @click.option("--default", "make_default", is_flag=True, help="Also make it the default_agent.")
 @click.option("--replace", is_flag=True, help="Overwrite an agent of the same name.")
 def add_cmd(
     name: str, executable: str | None, args: tuple[str, ...], env_pairs: tuple[str, ...], protocol: str | None,
     model: str | None, endpoint: str | None, local_model: bool, make_default: bool, replace: bool,
+    preset: str | None = None, dirs: tuple[str, ...] = (),
 ) -> None:
-    """Save an agent in the config file (created 0600 if missing; comments and layout kept)."""
+    """Save an agent in the config file (created 0600 if missing; comments and layout kept).
+
+    The executable is checked at once (exists, regular file, executable); a
+    symbolic link is resolved and the file it names is saved.
+    """
     entries = _env_pairs(env_pairs)
     arg_list = list(args)
     remote = False
+    notes: list[str] = []
+    if preset is not None:
+        if endpoint is not None or local_model:
+            _fail("conflicting_options", "--preset names an agent CLI: drop --endpoint/--local-model")
+        try:
+            filled = fill_preset(preset, dirs=dirs, executable=executable)
+        except AgentrtError as exc:
+            _fail(exc.code, exc.detail)
+        executable = filled.executable.saved
+        arg_list = [*filled.args, *arg_list]
+        protocol = protocol or filled.protocol
+        entries = {**filled.env, **entries}
+        notes += filled.notes
+        if filled.executable.link:
+            notes.append(f"{filled.executable.link} is a symbolic link: saved the file it names")
+        if filled.copied:
+            notes.append(f"copied from this shell: {', '.join(filled.copied)}")
+    elif executable is not None and endpoint is None and not local_model:
+        try:
+            checked = check_executable(executable, keep_bare=True)
+        except AgentrtError as exc:
+            _fail(exc.code, exc.detail)
+        executable = checked.saved
+        if checked.link:
+            notes.append(f"{checked.link} is a symbolic link to {checked.real}")
     if endpoint is not None or local_model:
         if executable is not None:
             _fail("conflicting_options", "--endpoint/--local-model save the reference agent: drop --executable")
@@ -200,8 +236,12 @@ def add_cmd(
         table["env"] = entries
     if remote:
         table["remote_api_opt_in"] = True
+    if preset is not None:
+        table["preset"] = preset
     _save(name, table, make_default=make_default, replace=replace)
-    click.echo(f"saved agent {name}; try: agentrt chat -a {name}")
+    for note in notes:
+        click.echo(f"agentrt: note: {note}")
+    click.echo(f"saved agent {name}: {executable}; try: agentrt chat -a {name}")
 
 
 @agents.command("rm")

@@ -54,7 +54,9 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 # A tool name (letters, digits, `_ - . : *`), optionally with an argument
 # pattern in parentheses: `Read`, `mcp__fs__*`, `Bash(git status:*)`.
 _TOOL_PATTERN_RE = re.compile(r"[A-Za-z0-9_.:*-]{1,128}(\([^\x00-\x1f\x7f]{0,512}\))?")
-_AGENT_KEYS = frozenset({"executable", "args", "env", "protocol", "model", "permissions", "remote_api_opt_in"})
+_AGENT_KEYS = frozenset(
+    {"executable", "args", "env", "protocol", "model", "permissions", "remote_api_opt_in", "partial_messages", "preset"}
+)
 _TOP_KEYS = frozenset({"default_agent", "agents", "logs"})
 _LOCATION_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _SECRET_KEY_RE = re.compile(r"(?i)(token|secret|key|passw|auth|credential|cookie|session|private)")
@@ -88,6 +90,10 @@ class AgentConfig:
     model: str | None = None
     permissions: Permissions | None = None
     remote_api_opt_in: bool = False
+    partial_messages: bool = True
+    """``false``: no live deltas (stream-json: no ``--include-partial-messages``)."""
+    preset: str | None = None
+    """The preset ``agents add --preset`` filled the table from (it says which env variables the agent reads)."""
     line: int = 1
     """The line of the table's header in the file (for error messages)."""
 
@@ -233,8 +239,21 @@ def _agent(cfg: Config, lines: Sequence[str], name: str, table: Any, env: Mappin
     if not isinstance(opt_in, bool):
         raise bad("remote_api_opt_in", f"{where}.remote_api_opt_in must be true or false")
     permissions = _permissions(table.get("permissions"), bad, where) if "permissions" in table else None
+    partial = table.get("partial_messages", True)
+    if not isinstance(partial, bool):
+        raise bad("partial_messages", f"{where}.partial_messages must be true or false")
+    preset = table.get("preset")
+    if preset is not None and preset not in _preset_names():
+        raise bad("preset", f"{where}.preset must be one of {', '.join(_preset_names())}")
     return AgentConfig(name=name, executable=exe, found=found, args=args, env=entries, protocol=protocol,
-                       model=model, permissions=permissions, remote_api_opt_in=opt_in, line=header)
+                       model=model, permissions=permissions, remote_api_opt_in=opt_in, partial_messages=partial,
+                       preset=preset, line=header)
+
+
+def _preset_names() -> tuple[str, ...]:
+    from ._presets import PRESETS
+
+    return tuple(PRESETS)
 
 
 def _list(table: Mapping[str, Any], key: str, bad: Any, where: str) -> list[str]:
@@ -390,6 +409,8 @@ def resolve_agent(
         if agent is not None and field in from_config:
             raise cfg.invalid(agent.line, f"agents.{agent.name}.{field}: {exc.code}: {exc.detail}") from None
         raise
+    if agent is not None and not agent.partial_messages:
+        launch = attrs.evolve(launch, partial_messages=False)
     return ResolvedAgent(
         launch=launch, name=agent.name if agent else None,
         permissions=agent.permissions if agent else None, config=cfg,
