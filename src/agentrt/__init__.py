@@ -20,6 +20,7 @@ __all__ = [
     "ProcessSpec",
     "Conversation",
     "open_conversation",
+    "TurnStream",
     "tune_gc",
     "tune_malloc",
 ]
@@ -33,6 +34,7 @@ _LAZY = {
     "ProcessSpec": "agentrt._process",
     "Conversation": "agentrt._conversation",
     "open_conversation": "agentrt._conversation",
+    "TurnStream": "agentrt._turn_stream",
     "tune_gc": "agentrt._gc",
     "tune_malloc": "agentrt._malloc",
 }
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from ._plugins import Plugins as Plugins
     from ._plugins import get_plugins as get_plugins
     from ._process import ProcessSpec as ProcessSpec
+    from ._turn_stream import TurnStream as TurnStream
 
 
 def __getattr__(name: str) -> Any:

@@ -113,11 +113,6 @@ class _StdoutSink:
         if not self.as_json and self.wrote_text and not self.output_closed:
             await self._write(b"\n")
 
-    async def write_after_close(self, data: bytes) -> None:
-        """Write one last line of the run's own (the turn's timeout), unless the reader went away."""
-        if not self.output_closed:
-            await self._write(data)
-
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
     """The validated launch (named agent ``agent`` under the env, with command-line overrides); exits 2 on error."""
@@ -287,6 +282,9 @@ async def _run(
     if log_sink is not None:
         sinks.append(log_sink)
 
+    live: list[Any] = []  # the conversation, once open
+    timeout_message = f"no result within {turn_timeout or 0:g} s; the agent was stopped"
+
     async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env,
@@ -297,11 +295,12 @@ async def _run(
             terminal = None
             with trio.CancelScope() as reading:
                 sink.on_closed = reading.cancel
-                if turn_timeout is not None:
-                    reading.deadline = trio.current_time() + turn_timeout
-                terminal = await conv.ask(prompt)
-            if reading.cancelled_caught and not sink.output_closed:
-                timed_out.append(True)
+                live.append(conv)
+                async with trio.open_nursery() as timer:
+                    if turn_timeout is not None:
+                        timer.start_soon(_time_out, conv, turn_timeout, timeout_message)
+                    terminal = await conv.ask(prompt)
+                    timer.cancel_scope.cancel()
             session_id = conv.session_id
         if policy is not None:
             from ._cli_approval import close_recorder
@@ -312,16 +311,20 @@ async def _run(
 
     outcome: tuple[Any, str | None, Any] | None = None
     stopped_by: list[int] = []
-    timed_out: list[bool] = []
-    # SIGINT/SIGTERM cancel the conversation, whose exit runs the agent's bounded stop.
+    # The first SIGINT ends the turn through the dialect (its interrupt, a bounded wait for the
+    # agent's own answer, then the stop): one turn_cancelled, then exit 130.  A second SIGINT,
+    # or SIGTERM, ends it at once.  Before the turn exists, a signal cancels everything.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
 
             async def on_signal() -> None:
                 async for signum in signals:
                     stopped_by.append(signum)
-                    nursery.cancel_scope.cancel()
-                    return
+                    conv = live[0] if live else None
+                    if conv is None:
+                        nursery.cancel_scope.cancel()
+                        return
+                    nursery.start_soon(_interrupt, conv, signum, len(stopped_by) > 1, nursery.cancel_scope)
 
             nursery.start_soon(on_signal)
             try:
@@ -338,7 +341,8 @@ async def _run(
         os.close(null)
     if stopped_by:
         name = signal.Signals(stopped_by[0]).name
-        click.echo(f"agentrt: error: interrupted: {name} received; the agent was stopped", err=True)
+        click.echo(f"agentrt: error: interrupted: {name} received; the turn was cancelled and the agent stopped",
+                   err=True)
         return 128 + stopped_by[0]
     assert outcome is not None
     terminal, session_id, sink_failures = outcome
@@ -359,15 +363,6 @@ async def _run(
     if sink.output_closed:
         click.echo("agentrt: error: output_closed: stdout was closed; the agent was stopped", err=True)
         return EXIT_RUNTIME
-    if timed_out:
-        message = f"no result within {turn_timeout:g} s; the agent was stopped"
-        if sink.as_json:
-            # A reader of the event stream learns how the turn ended from the stream itself.
-            from ._eventjson import event_line
-
-            await sink.write_after_close(event_line(TurnFailed(code="turn_timeout", message=message)))
-        click.echo(f"agentrt: error: turn_timeout: {message}", err=True)
-        return EXIT_RUNTIME
     if sink_failures:
         # Some events never reached a sink (the warnings said which): never exit 0 with output missing.
         names = ", ".join(f"{name!r} ({count} failed)" for name, count in sink_failures.items())
@@ -380,3 +375,21 @@ async def _run(
         click.echo(f"agentrt: error: {terminal.code}: {message}", err=True)
         return EXIT_RUNTIME if terminal.code in RUNTIME_FAILURE_CODES else EXIT_AGENT_ERROR
     return EXIT_RUNTIME if sink_failures else EXIT_OK
+
+
+async def _time_out(conv: Any, seconds: float, message: str) -> None:
+    """``--timeout``: the turn ends with one ``turn_failed`` ``turn_timeout``; the agent is stopped at once."""
+    import trio
+
+    await trio.sleep(seconds)
+    await conv.end_turn(code="turn_timeout", message=message, interrupt=False)
+
+
+async def _interrupt(conv: Any, signum: int, again: bool, everything: Any) -> None:
+    """End the turn for a signal: through the dialect for the first SIGINT, the stop for SIGTERM.
+
+    A second signal while the first one's cancel still waits kills the agent's
+    group at once (see :mod:`agentrt._cancel`).
+    """
+    if not await conv.end_turn(interrupt=signum == signal.SIGINT and not again):
+        everything.cancel()  # no turn yet (or any more): nothing to end but the run

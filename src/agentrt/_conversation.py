@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ._cancel import end_turn as _end_turn
 from ._control import answer_control
 from ._conversation_process import _ProcessManagement
 from ._exceptions import collapse_single_group
@@ -72,12 +73,13 @@ RUNTIME_FAILURE_CODES = frozenset(
         "cli_executable_is_symlink",
         "cli_executable_not_regular_file",
         "cli_executable_not_executable",
+        # No result within the caller's bound (agentrt run --timeout).
+        "turn_timeout",
+        # The agent's output does not fit the configured dialect (agentrt._mismatch).
+        "protocol_mismatch",
     }
 )
 
-# How long an interrupt may take to produce the turn's terminal event before
-# the process is stopped instead.
-_INTERRUPT_GRACE = 3.0
 # Bound on the shielded cleanup when the conversation ends (the pump's: _conversation_process).
 _SINK_CLOSE_TIMEOUT = 10.0
 
@@ -141,13 +143,16 @@ class Conversation(_ProcessManagement):
     def send(self, prompt: str | Turn) -> TurnStream:
         """Send one user turn; iterate the result for its events.
 
-        The turn is written (exactly once) when iteration starts.  Raises
-        ``turn_in_progress`` if another turn has not ended, and
-        ``unsupported_content_block`` before writing anything the dialect
-        cannot carry.
+        The turn is written (exactly once) when iteration starts.  A previous
+        turn that has not ended but that nobody is reading (its stream was
+        left by ``break``, an exception or a cancelled scope) is ended first,
+        as :meth:`cancel_turn` would; ``turn_in_progress`` is raised only while
+        another task is waiting on it.  ``unsupported_content_block`` is raised
+        before writing anything the dialect cannot carry.  The stream is an
+        async context manager: leaving it ends the turn if it has not ended.
         """
         turn = Turn.text(prompt) if isinstance(prompt, str) else prompt
-        return TurnStream(self._begin_turn, turn)
+        return TurnStream(self._begin_turn, turn, self._end_state)
 
     async def ask(self, prompt: str | Turn) -> TurnCompleted | TurnFailed:
         """Send a turn and wait for its terminal event (events still reach the sinks)."""
@@ -173,29 +178,32 @@ class Conversation(_ProcessManagement):
     async def cancel_turn(self) -> None:
         """End the current turn with ``turn_cancelled``; the conversation stays usable.
 
-        Dialects that can interrupt (``encode_interrupt``) are asked to; otherwise,
-        or when the agent does not end the turn in time, the process is stopped and
-        the next send starts a new one with ``--resume`` (when a session id is known).
+        Dialects that can interrupt (:class:`~agentrt.dialect.Interruptible`) are
+        asked to, and the agent has :data:`~agentrt.lowlevel.CANCEL_GRACE` seconds
+        to end the turn itself; otherwise, or then, the process gets the bounded
+        stop and the next send starts a new one with ``--resume`` (when a session
+        id is known).  A second call while the first still waits kills the
+        process group at once.  Returns once the turn has its one terminal event.
+        """
+        await self.end_turn()
+
+    async def end_turn(
+        self, *, code: str = "turn_cancelled", message: str = "the turn was cancelled", interrupt: bool = True
+    ) -> bool:
+        """End the current turn early with ``code`` (as :meth:`cancel_turn`); False when no turn is live.
+
+        ``interrupt=False`` skips the dialect's interrupt: the process is stopped
+        straight away (``agentrt run --timeout`` ends a turn with ``turn_timeout`` so).
         """
         state = self._turn
         if state is None or state.progress.terminal is not None:
-            return
-        state.progress.cancel_requested = True
-        if self._proc is not None:
-            line = self._codec.encode_interrupt()
-            if line:
-                try:
-                    await self._proc.send(line)
-                except AgentrtError:
-                    pass
-                else:
-                    with trio.move_on_after(_INTERRUPT_GRACE):
-                        await state.ended.wait()
-                    if state.progress.terminal is not None:
-                        return
-        await self._stop_process()
-        if state.progress.terminal is None:  # the pump did not get to end it
-            await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
+            return False
+        await _end_turn(self, state, code=code, message=message, interrupt=interrupt)
+        return True
+
+    async def _end_state(self, state: TurnState) -> None:
+        # A TurnStream closed before its turn ended.
+        await _end_turn(self, state)
 
     async def stop(self) -> ExitStatus | None:
         """Stop the agent process (idempotent, bounded); returns how it ended."""
@@ -240,8 +248,12 @@ class Conversation(_ProcessManagement):
         if self._send_lock is None:
             self._send_lock = trio.Lock()
         async with self._send_lock:
-            if self._turn is not None and self._turn.progress.terminal is None:
-                raise AgentrtError("turn_in_progress", "the previous turn has not ended")
+            previous = self._turn
+            if previous is not None and previous.progress.terminal is None:
+                if previous.waiting:
+                    raise AgentrtError("turn_in_progress", "the previous turn has not ended")
+                # Abandoned (its stream left unclosed): end it as closing it would have.
+                await _end_turn(self, previous)
             codec = self._codec
             data = codec.encode_turn(turn)  # refuses unsupported blocks before any write
             self._turns += 1
@@ -250,6 +262,8 @@ class Conversation(_ProcessManagement):
             await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
             try:
                 proc = await self._ensure_process()
+                if state.progress.terminal is not None:
+                    return state  # ended (cancelled) while the process started: nothing is written
                 if self._codec is not codec:
                     # A respawned process has a fresh (possibly stateful) codec.
                     data = self._codec.encode_turn(turn)

@@ -12,7 +12,8 @@ the turn in flight and which control requests need an answer:
   the same id is dropped, another id is a ``session_id_changed`` diagnostic,
   an id of the wrong shape is ``invalid_session_id`` and never used to resume;
 * a turn the caller cancelled that the agent ends with another failure code
-  ends with ``turn_cancelled`` (the agent's code in the message).
+  ends with the cancel's own code, ``turn_cancelled`` (or ``turn_timeout``
+  for a timeout), the agent's code in the message.
 
 The conversation feeds it and does the I/O; the rules hold no trio objects,
 so they are table-tested directly.
@@ -49,7 +50,11 @@ class TurnProgress:
     terminal: TurnCompleted | TurnFailed | None = None
     """Its terminal event, once it has ended."""
     cancel_requested: bool = False
-    """The caller asked for the turn to be cancelled."""
+    """The caller asked for the turn to be ended early (see :mod:`agentrt._cancel`)."""
+    cancel_code: str = "turn_cancelled"
+    """The code the turn ends with once it was asked to end: ``turn_cancelled``, ``turn_timeout``..."""
+    cancel_message: str = "the turn was cancelled"
+    """The message that goes with :attr:`cancel_code`."""
 
     @property
     def live(self) -> bool:
@@ -125,7 +130,9 @@ class TurnRules:
         final: list[Event] = []
         turn = self.turn
         if turn is not None and turn.terminal is None and ours:
-            if turn.cancel_requested or status.requested:
+            if turn.cancel_requested:
+                final.extend(self.fail_current(turn.cancel_code, turn.cancel_message))
+            elif status.requested:
                 final.extend(self.fail_current("turn_cancelled", "the turn was cancelled"))
             else:
                 final.append(exit_before_result(status, reason))
@@ -181,11 +188,11 @@ class TurnRules:
                     return Diagnostic(
                         code="duplicate_terminal_event", detail=f"{ev.type} with no turn in flight", raw=ev.raw
                     )
-                if isinstance(ev, TurnFailed) and turn.cancel_requested and ev.code != "turn_cancelled":
+                if isinstance(ev, TurnFailed) and turn.cancel_requested and ev.code != turn.cancel_code:
                     # The agent ended the turn because it was interrupted: say so in one code.
                     ev = TurnFailed(
-                        code="turn_cancelled",
-                        message=f"the turn was cancelled (the agent said {ev.code})",
+                        code=turn.cancel_code,
+                        message=f"{turn.cancel_message} (the agent said {ev.code})",
                         usage=ev.usage,
                         raw=ev.raw,
                     )

@@ -15,7 +15,7 @@ it receives parsed JSON and returns events or objects.
   :meth:`~HostCodec.encode_turn` (the lines that send a user turn) and
   :meth:`~HostCodec.decode` (the events of one parsed output object, never
   raising).  Optional, with defaults that do nothing:
-  :meth:`~HostCodec.encode_shutdown`, :meth:`~HostCodec.encode_interrupt`,
+  :meth:`~HostCodec.encode_shutdown`,
   :meth:`~HostCodec.encode_control_response` (answering a
   :class:`~agentrt.events.ControlRequest` the agent sent) and
   :meth:`~HostCodec.finish` (events owed at end of output).
@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Protocol, Union, runtime_checkable
 
 import attrs
 
@@ -85,6 +85,7 @@ __all__ = [
     "InputError",
     "AgentInput",
     "HostCodec",
+    "Interruptible",
     "AgentCodec",
     "Dialect",
     "content_text",
@@ -160,12 +161,31 @@ def content_text(turn: Turn) -> str:
     return "\n".join(b.text for b in turn.content if isinstance(b, TextBlock))
 
 
+@runtime_checkable
+class Interruptible(Protocol):
+    """A host codec whose protocol can ask the agent to end the running turn (a declared capability).
+
+    A :class:`HostCodec` is checked with ``isinstance(codec, Interruptible)``:
+    one that defines :meth:`encode_interrupt` is.  Cancelling a turn
+    (:meth:`~agentrt.Conversation.cancel_turn`, closing its stream, Ctrl-C in
+    ``agentrt run``) writes the interrupt and gives the agent
+    :data:`~agentrt.lowlevel.CANCEL_GRACE` seconds to end the turn itself (its
+    terminal event, whatever its code, becomes ``turn_cancelled``) before the
+    process is stopped.  A codec that is not interruptible gets the stop at once.
+    """
+
+    def encode_interrupt(self) -> bytes | None:
+        """The line(s) asking the agent to end the running turn; ``None`` when it cannot be asked now."""
+        ...
+
+
 class HostCodec(abc.ABC):
     """Host side of a dialect, one instance per conversation.
 
     Required: :meth:`encode_turn`, :meth:`decode`.  Optional (defaults do
-    nothing): :meth:`encode_shutdown`, :meth:`encode_interrupt`,
-    :meth:`encode_control_response`, :meth:`finish`.  Fast paths:
+    nothing): :meth:`encode_shutdown`,
+    :meth:`encode_control_response`, :meth:`finish`.  A codec whose protocol
+    can end a running turn declares it by being :class:`Interruptible`.  Fast paths:
     :meth:`decode_batch` with :attr:`line_loader`, or :meth:`decode_lines`.  Request/response
     protocols: :meth:`start`, :meth:`drain_output`, :meth:`answer_control`.
     """
@@ -195,14 +215,6 @@ class HostCodec(abc.ABC):
 
     def encode_shutdown(self) -> bytes | None:
         """The graceful-shutdown line, or ``None`` when the dialect has none."""
-        return None
-
-    def encode_interrupt(self) -> bytes | None:
-        """The line asking the agent to stop the running turn, or ``None`` when the protocol has none.
-
-        :meth:`~agentrt.Conversation.cancel_turn` writes it and waits a few seconds
-        for the turn's terminal event before stopping the process instead.
-        """
         return None
 
     def encode_control_response(

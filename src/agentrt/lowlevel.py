@@ -26,6 +26,8 @@ are not: import from here).  The pieces:
   (one task and bounded buffer each, failures through a callback, detached
   after :data:`MAX_SINK_FAILURES` in a row); :class:`TurnRules` is the turn
   state machine (synchronous, no I/O), :class:`TurnProgress` one turn in it;
+  :data:`CANCEL_GRACE` is how long an interrupted agent has to end its turn
+  itself before its process is stopped;
 * owned commands: :func:`open_owned_process` spawns a command for a plugin that
   runs children itself (the managed-task worker): no shell, its own process
   group, exactly the given environment, and on Linux death with its owner
@@ -41,6 +43,7 @@ API, because ordinary embedders use them too.
 
 from __future__ import annotations
 
+from ._cancel import CANCEL_GRACE as CANCEL_GRACE
 from ._exceptions import collapse_single_group as collapse_single_group
 from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
 from ._fanout import Fanout as Fanout
@@ -69,6 +72,7 @@ from ._turn_rules import TurnRules as TurnRules
 
 __all__ = [
     "AgentProcess",
+    "CANCEL_GRACE",
     "DEATH_SIGNAL_SUPPORTED",
     "OwnedProcess",
     "open_owned_process",

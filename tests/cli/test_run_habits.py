@@ -71,8 +71,11 @@ def test_timeout_with_json_ends_the_event_stream_with_turn_failed(tmp_path: Path
     proc = _run(tmp_path, "--json", "--no-log", "--timeout", "0.5", "hi", AWP_AGENT_CLI_EXECUTABLE=stuck)
     assert proc.returncode == 3, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert events[-1] == {"type": "turn_failed", "code": "turn_timeout",
-                          "message": "no result within 0.5 s; the agent was stopped", "usage": None}
+    terminals = [e for e in events if e["type"] in ("turn_completed", "turn_failed")]
+    assert terminals == [{"type": "turn_failed", "code": "turn_timeout",
+                          "message": "no result within 0.5 s; the agent was stopped", "usage": None}]
+    # Nothing of the turn after its end: only the stopped process's exit.
+    assert [e["type"] for e in events[events.index(terminals[0]) + 1:]] == ["process_exited"]
     assert "agentrt: error: turn_timeout:" in proc.stderr
 
 
