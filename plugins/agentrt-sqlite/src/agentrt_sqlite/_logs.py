@@ -117,10 +117,14 @@ def record_approval(db: sqlite3.Connection, decision: Any) -> None:
 def list_approvals(
     db: sqlite3.Connection, *, limit: int | None = 10, agent: str | None = None, conversation: str | None = None
 ) -> list[dict[str, Any]]:
-    """Tool-approval decisions newest first (at most ``limit``; ``None`` or 0: all)."""
+    """Tool-approval decisions newest first (at most ``limit``; ``None`` or 0: all).
+
+    ``thread`` is the thread's current name (it may have been renamed since), else the name it had.
+    """
     sql = (
-        "SELECT a.id, a.conversation_id, a.thread, a.tool, a.summary, a.decision, a.by, a.at, c.agent"
-        " FROM approvals a LEFT JOIN conversations c ON a.conversation_id = c.id"
+        "SELECT a.id, a.conversation_id, COALESCE(t.name, a.thread), a.tool, a.summary, a.decision, a.by, a.at,"
+        " c.agent FROM approvals a LEFT JOIN conversations c ON a.conversation_id = c.id"
+        " LEFT JOIN threads t ON c.thread_id = t.id"
     )
     where: list[str] = []
     params: list[Any] = []

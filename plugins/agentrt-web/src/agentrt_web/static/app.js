@@ -273,9 +273,12 @@
       card.appendChild(el("div", "question", "Allow " + m.label + "?"));
       if (m.summary) card.appendChild(el("code", "summary", m.summary));
       const buttons = el("div", "buttons");
-      for (const [decision, text] of [["allow", "Approve"], ["deny", "Deny"]]) {
+      const always = "Approve, and approve " + (m.always || "the same request") + " in this thread without asking";
+      for (const [decision, text, title] of [["allow", "Approve", "Approve this once"], ["always", "Always", always],
+                                             ["deny", "Deny", "Refuse this tool call"]]) {
         const b = el("button", decision, text);
         b.type = "button";
+        b.title = title;
         b.addEventListener("click", async () => {
           buttons.querySelectorAll("button").forEach((x) => { x.disabled = true; });
           const res = await post("/api/threads/" + encodeURIComponent(thread) + "/approvals/" +
@@ -296,8 +299,8 @@
         if (card.dataset.id !== m.id) return;
         card.classList.add("answered", m.decision === "deny" ? "denied" : "allowed");
         card.querySelectorAll("button").forEach((b) => b.remove());
-        card.querySelector(".note").textContent =
-          (m.decision === "deny" ? "Denied" : "Approved") + (m.note ? ": " + m.note : "");
+        card.querySelector(".note").textContent = (m.decision === "deny" ? "Denied" : "Approved") +
+          (m.decision === "always" ? " (always, in this thread)" : "") + (m.note ? ": " + m.note : "");
       });
     }
 
