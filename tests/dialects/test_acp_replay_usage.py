@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from agentrt.dialect import Turn
-from agentrt.events import Event, RawEvent, Status, TextDelta, TurnCompleted, Usage
+from agentrt.events import Event, RawEvent, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnFailed, Usage
 from agentrt_acp.codec import AcpHostCodec
 
 SID = "s-1"
@@ -24,11 +24,11 @@ def _sent(data: bytes | None) -> list[Any]:
     return [orjson.loads(line) for line in (data or b"").splitlines()]
 
 
-def _update(kind: str, **fields: Any) -> dict[str, Any]:
+def _update(update_kind: str, **fields: Any) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "method": "session/update",
-        "params": {"sessionId": SID, "update": {"sessionUpdate": kind, **fields}},
+        "params": {"sessionId": SID, "update": {"sessionUpdate": update_kind, **fields}},
     }
 
 
@@ -147,3 +147,33 @@ def test_usage_update_is_a_context_status() -> None:
     assert ev.label == "context: 15 of 258400 tokens"
     (bad,) = codec.decode(_update("usage_update", used="many"))
     assert isinstance(bad, RawEvent) and bad.name == "usage_update"
+
+
+def test_an_update_for_an_unannounced_tool_call_announces_it() -> None:
+    # Gemini CLI: session/request_permission, then only tool_call_update (never tool_call).
+    codec = _ready()
+    update = {"toolCallId": "c1", "status": "completed", "title": "touch x", "kind": "execute", "content": []}
+    use, result = codec.decode(_update("tool_call_update", **update))
+    assert isinstance(use, ToolUse) and (use.id, use.name, use.summary) == ("c1", "execute", "touch x")
+    assert isinstance(result, ToolResult) and result.tool_use_id == "c1"
+    (again,) = codec.decode(_update("tool_call_update", toolCallId="c1", status="completed"))
+    assert isinstance(again, ToolResult)
+    # An announced call is not announced twice.
+    use, _ = codec.decode(_update("tool_call", toolCallId="c2", title="ls", kind="read", status="in_progress")), None
+    assert [type(ev) for ev in use] == [ToolUse]
+    (status,) = codec.decode(_update("tool_call_update", toolCallId="c2", status="in_progress"))
+    assert isinstance(status, Status)
+
+
+def test_an_rpc_errors_data_reason_is_kept() -> None:
+    codec = AcpHostCodec()
+    codec.start(resume=SID, model=None, cwd="/tmp")
+    codec.encode_turn(Turn.text("hi"))
+    codec.decode(
+        {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}}
+    )
+    codec.drain_output()
+    error = {"code": -32603, "message": "Internal error", "data": {"details": "No previous sessions found."}}
+    (failed,) = codec.decode({"jsonrpc": "2.0", "id": 1, "error": error})
+    assert isinstance(failed, TurnFailed) and failed.code == "acp_session_load_failed"
+    assert failed.message == "Internal error: No previous sessions found."

@@ -42,9 +42,21 @@ def rpc_error_code(error: Any) -> str:
 
 
 def rpc_message(error: Any) -> str:
-    """The error's message, or a generic one when the agent gave none."""
+    """The error's message (a generic one when the agent gave none), with its ``data`` reason when it has one.
+
+    Agents put the reason in ``data``: a string, or ``details``/``message`` in
+    an object (Gemini CLI: ``Internal error`` with ``data.details`` "No previous
+    sessions found for this project.").  Bounded to 500 characters.
+    """
     message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) and message else "the agent answered with an error"
+    text = message if isinstance(message, str) and message else "the agent answered with an error"
+    data = error.get("data") if isinstance(error, dict) else None
+    reason = data if isinstance(data, str) else None
+    if isinstance(data, dict):
+        reason = next((v for k in ("details", "message") if isinstance(v := data.get(k), str) and v), None)
+    if reason and reason not in text:
+        text = f"{text}: {reason}"
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def usage_of(data: Any) -> Usage | None:

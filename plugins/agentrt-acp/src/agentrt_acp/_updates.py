@@ -21,6 +21,7 @@ __all__ = ["UpdateDecoder", "MAX_TOOL_CONTENT"]
 MAX_TOOL_CONTENT = 64 * 1024
 
 _DONE = frozenset({"completed", "failed"})
+_MAX_ANNOUNCED = 1024
 
 
 def _label(text: Any, fallback: str) -> str:
@@ -73,6 +74,8 @@ class UpdateDecoder:
         self.in_text = False
         #: Replayed history (``session/load``) is not reply text while this is set.
         self.replaying = False
+        # Tool calls announced (a bounded, ordered set): an update for another is announced first.
+        self._announced: dict[str, None] = {}
 
     def decode(self, update: Mapping[str, Any], raw: Any) -> list[Event]:
         kind = update.get("sessionUpdate")
@@ -124,17 +127,7 @@ class UpdateDecoder:
         call_id = update.get("toolCallId")
         if not isinstance(call_id, str) or not call_id:
             return [Diagnostic(code="unexpected_output_shape", detail="tool_call without toolCallId", raw=raw)]
-        kind = update.get("kind")
-        raw_input = update.get("rawInput")
-        events: list[Event] = [
-            ToolUse(
-                id=call_id,
-                name=kind if isinstance(kind, str) and kind else "other",
-                input=raw_input if isinstance(raw_input, dict) else {},
-                summary=_label(update.get("title"), "Using a tool"),
-                raw=raw,
-            )
-        ]
+        events: list[Event] = [self._announce(call_id, update, raw)]
         if _done(update):
             events.append(self._result(call_id, update, raw))
         return events
@@ -143,10 +136,14 @@ class UpdateDecoder:
         call_id = update.get("toolCallId")
         if not isinstance(call_id, str) or not call_id:
             return [Diagnostic(code="unexpected_output_shape", detail="tool_call_update without toolCallId", raw=raw)]
+        # Gemini CLI asks permission for a call it never announced, then sends only its updates:
+        # the first update announces it, so every tool result follows its tool use.
+        first: list[Event] = [] if call_id in self._announced else [self._announce(call_id, update, raw)]
         if _done(update):
-            return [self._result(call_id, update, raw)]
+            return [*first, self._result(call_id, update, raw)]
         status = update.get("status")
         return [
+            *first,
             Status(
                 kind="tool_call_update",
                 label=_label(update.get("title"), status if isinstance(status, str) else "tool call updated"),
@@ -154,6 +151,20 @@ class UpdateDecoder:
                 raw=raw,
             )
         ]
+
+    def _announce(self, call_id: str, update: Mapping[str, Any], raw: Any) -> ToolUse:
+        self._announced[call_id] = None
+        if len(self._announced) > _MAX_ANNOUNCED:
+            del self._announced[next(iter(self._announced))]
+        kind = update.get("kind")
+        raw_input = update.get("rawInput")
+        return ToolUse(
+            id=call_id,
+            name=kind if isinstance(kind, str) and kind else "other",
+            input=raw_input if isinstance(raw_input, dict) else {},
+            summary=_label(update.get("title"), "Using a tool"),
+            raw=raw,
+        )
 
     def _result(self, call_id: str, update: Mapping[str, Any], raw: Any) -> ToolResult:
         content = update.get("content")
