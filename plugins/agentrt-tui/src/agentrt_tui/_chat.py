@@ -242,16 +242,20 @@ async def _chat(
 async def _on_signals(
     conv: Any, signals: Any, reader: _Input, scope: trio.CancelScope, stopped_by: list[int]
 ) -> None:
-    """SIGINT cancels the turn (a no-op between turns on a terminal, so a late Ctrl-C never cancels the
-    next turn); SIGTERM, or SIGINT at a plain prompt, ends the chat (leaving it stops the agent)."""
-    async for signum in signals:
-        if signum == signal.SIGINT and (reader.interactive or not reader.reading):
-            await conv.cancel_turn()
-            continue
-        stopped_by.append(signum)
-        await reader.stop_reading()
-        scope.cancel()
-        return
+    """SIGINT cancels the turn through the dialect, a second one while that waits stops the agent at once (a
+    no-op between turns on a terminal, so a late Ctrl-C never cancels the next turn); SIGTERM, or SIGINT at a
+    plain prompt, ends the chat (leaving it stops the agent)."""
+    async with trio.open_nursery() as cancels:
+        async for signum in signals:
+            if signum == signal.SIGINT and (reader.interactive or not reader.reading):
+                # In a task of its own: a second Ctrl-C while the first cancel waits for the
+                # agent's answer stops the agent at once (agentrt's cancel does that).
+                cancels.start_soon(conv.cancel_turn)
+                continue
+            stopped_by.append(signum)
+            await reader.stop_reading()
+            scope.cancel()
+            return
 
 
 def _approval_policy(
