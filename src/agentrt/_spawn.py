@@ -213,6 +213,19 @@ if DEATH_SIGNAL_SUPPORTED:
     _prctl.restype = ctypes.c_int
 
 
+# Every signal a child can have ignored: exec keeps an ignored signal ignored
+# (and the mask), so one the owner inherited (nohup's SIGHUP, a background
+# job's SIGINT and SIGQUIT) would reach the agent.  Handled ones reset at exec.
+_RESETTABLE = tuple(sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}))
+
+
+def _start_clean() -> None:
+    """In the child, between fork and exec: every signal at its default, none blocked."""
+    for signum in _RESETTABLE:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
 def _die_with(owner: int) -> Callable[[], None]:
     def set_death_signal() -> None:  # runs in the child, between fork and exec
         if _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
@@ -220,6 +233,7 @@ def _die_with(owner: int) -> Callable[[], None]:
         if os.getppid() != owner:
             # The owner died before prctl took effect: no signal will come.
             os.kill(os.getpid(), signal.SIGKILL)
+        _start_clean()
 
     return set_death_signal
 
@@ -270,7 +284,7 @@ async def open_owned_process(
     if not DEATH_SIGNAL_SUPPORTED:
         proc: OwnedProcess = await trio.lowlevel.open_process(
             list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env), cwd=cwd,
-            start_new_session=True, close_fds=True,
+            start_new_session=True, close_fds=True, preexec_fn=_start_clean,
         )
         return proc
     ours: list[trio.lowlevel.FdStream] = []

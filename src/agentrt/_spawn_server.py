@@ -21,8 +21,9 @@ is close-on-exec) or exited, and this server has closed its copy.
 The child, before ``exec``: sets ``PR_SET_PDEATHSIG(SIGKILL)``, then checks
 that its parent is still the owner (else no death signal would ever come, and
 it kills itself), starts its own session, takes the three descriptors as 0, 1
-and 2 and closes every other one.  The signals Python ignores are restored to
-their defaults once, in this process, so children inherit the defaults.  This
+and 2 and closes every other one.  Every ignored signal (Python's own, and any
+the owner inherited, such as ``nohup``'s SIGHUP) is restored to its default and
+the signal mask cleared once, in this process, so children start clean.  This
 server dies with the owner (its own death signal) and ends at end of file on
 its socket; it never runs a shell and passes the environment it is given,
 nothing of its own.
@@ -131,12 +132,17 @@ def main() -> None:
     syscall.restype = ctypes.c_long
     clone_nr = ctypes.c_long(_SYS_CLONE[os.uname().machine])
     flags = ctypes.c_ulong(_CLONE_PARENT | _signal.SIGCHLD)
-    # Children inherit these defaults (exec keeps an ignored signal ignored); for
-    # this process they change nothing that matters: it only writes to a report
-    # pipe whose reader waits for it, and to the owner's socket, and it ends with the owner.
-    for name in ("SIGPIPE", "SIGXFSZ"):
-        if hasattr(_signal, name):
-            _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
+    # Children inherit these (exec keeps an ignored signal ignored, and the
+    # mask): every signal ignored here, by Python (SIGPIPE, SIGXFSZ) or by
+    # whatever started the owner (nohup's SIGHUP, a shell's SIGINT and SIGQUIT
+    # for a background job), goes back to its default, and nothing stays
+    # blocked.  For this process they change nothing that matters: it has no
+    # terminal (its own session), only writes to a report pipe whose reader
+    # waits for it and to the owner's socket, and it ends with the owner.
+    for signum in range(1, _signal.NSIG):
+        if _signal.getsignal(signum) == _signal.SIG_IGN:
+            _signal.signal(signum, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     sock = _socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(b"ready")
     ancillary = _socket.CMSG_SPACE(_FD_BYTES)

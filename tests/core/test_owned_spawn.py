@@ -427,3 +427,49 @@ async def test_the_spawn_server_is_small_and_has_only_its_own_environment() -> N
     for pid in pids:
         with open(f"/proc/{pid}/environ", "rb") as f:
             assert f.read() == b"LD_BIND_NOW=1\0"
+
+
+def _signal_status(text: str) -> dict[str, int]:
+    fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+    return {key: int(fields[key], 16) for key in ("SigIgn", "SigBlk")}
+
+
+@pytest.mark.parametrize("serve_after", [0, 1000], ids=["through-the-server", "forked-here"])
+def test_a_child_starts_clean_whatever_signals_its_owner_inherited(serve_after: int) -> None:
+    """An owner run under nohup or as a background job: its agents ignore and block nothing."""
+    owner = textwrap.dedent(
+        f"""
+        import os, subprocess, trio
+        from agentrt import _spawn_client as _sc
+        from agentrt.lowlevel import open_owned_process
+        _sc._SERVE_AFTER = {serve_after}
+
+        async def main():
+            print(open("/proc/self/status").read().replace("\\n", "|"), flush=True)
+            for _ in range(2):  # through each path more than once (each server, when served)
+                proc = await open_owned_process(["/bin/cat", "/proc/self/status"], env={{}}, stdout=subprocess.PIPE)
+                data = b""
+                while chunk := await proc.stdout.receive_some():
+                    data += chunk
+                assert await proc.wait() == 0
+                print(data.decode().replace("\\n", "|"), flush=True)
+
+        trio.run(main)
+        """
+    )
+    # The owner starts as nohup and a shell's background job leave it: SIGHUP,
+    # SIGINT and SIGQUIT ignored, and (as some launchers do) signals blocked.
+    launcher = (
+        "import os, signal, sys\n"
+        "for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_IGN)\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM, signal.SIGCHLD})\n"
+        "os.execv(sys.executable, [sys.executable, '-c', sys.argv[1]])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", launcher, owner], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    own, *children = (_signal_status(line.replace("|", "\n")) for line in proc.stdout.splitlines())
+    hup_int_quit = (1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGQUIT - 1))
+    assert own["SigIgn"] & hup_int_quit == hup_int_quit  # the owner really inherited them
+    assert own["SigBlk"] & (1 << (signal.SIGUSR1 - 1))
+    assert len(children) == 2
+    assert children == [{"SigIgn": 0, "SigBlk": 0}] * 2
