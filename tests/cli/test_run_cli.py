@@ -16,7 +16,7 @@ from agentrt.testing._tape_agent import write_tape_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-CAPTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
+CAPTURES = ROOT / "tests" / "captures" / "claude-code"
 
 
 # run records every conversation and reads a config file: both go to a scratch
@@ -163,7 +163,7 @@ def test_bridge_carries_resume_ids_across(tmp_path: Path) -> None:
     tape.write_text(f"#!{sys.executable} -S\nimport sys,runpy\nsys.argv[1:1]=['--argv-log',{str(log)!r}]\n"
                     f"runpy.run_path({script!r}, run_name='__main__')\n")
     tape.chmod(0o755)
-    sid = "28ef0892-b6b1-4959-9e22-efd5c4026798"
+    sid = "d1efd9e4-e2ea-5ec5-888a-c55c1f181ffe"  # the resume capture's session (fixed by record.py)
     proc = run_cli("run", "--json", "--resume", sid, "third turn", env=_bridge_env(str(tape)))
     assert proc.returncode == 0, proc.stderr
     inner_argv = json.loads(log.read_text().splitlines()[0])

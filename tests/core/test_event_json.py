@@ -42,7 +42,7 @@ from agentrt.events import (
     to_json,
 )
 
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
+CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
 _OLD = cattrs.Converter(omit_if_default=False)
 
 
@@ -149,7 +149,6 @@ def _capture_events() -> list[Event]:
     return events
 
 
-@pytest.mark.skipif(not CAPTURES.is_dir(), reason="the shared captures lie beside the checkout")
 def test_every_event_of_the_claude_code_captures_encodes_as_before() -> None:
     events = _capture_events()
     kinds = {type(ev) for ev in events}
@@ -169,7 +168,7 @@ def test_run_json_prints_every_sample_and_capture_event_as_to_json() -> None:
     from agentrt.events import EventBatch
 
     deltas = [TextDelta(text="\u2028\x00\"\\\U0001f600", index=7), TextDelta(text="x", index=True)]
-    events = tuple(SAMPLES + deltas + (_capture_events() if CAPTURES.is_dir() else []))
+    events = tuple(SAMPLES + deltas + _capture_events())
     r, w = os.pipe()
     chunks: list[bytes] = []
 

@@ -23,7 +23,10 @@ from agentrt._framing import (
     parse_line,
 )
 
-FIXTURES = (pathlib.Path(__file__).resolve().parents[2].parent / "shared") / "fixtures"
+TESTS = pathlib.Path(__file__).resolve().parents[1]
+CLAUDE = TESTS / "captures" / "claude-code"
+SHAPES = TESTS / "fixtures" / "claude-code" / "message-shapes.jsonl"
+FASTAGENT = TESTS / "fixtures" / "fastagent"
 
 
 def read_all(chunks: list[bytes]) -> list[Any]:
@@ -202,10 +205,10 @@ def test_any_chunking_gives_the_same_objects(lines: list[bytes], final_newline: 
 
 @pytest.mark.parametrize(
     "name",
-    sorted(p.name for p in (FIXTURES / "claude-code").glob("*.stdout.jsonl")) + ["sdk-test-samples.jsonl"],
+    sorted(p.name for p in CLAUDE.glob("*.stdout.jsonl")) + [SHAPES.name],
 )
 def test_real_claude_code_captures_parse_cleanly(name: str) -> None:
-    data = (FIXTURES / "claude-code" / name).read_bytes()
+    data = (SHAPES if name == SHAPES.name else CLAUDE / name).read_bytes()
     expected = [json.loads(line) for line in data.splitlines() if line.strip()]
     out = read_all([data[i : i + 4096] for i in range(0, len(data), 4096)])
     assert not any(isinstance(o, Malformed) for o in out)
@@ -213,9 +216,9 @@ def test_real_claude_code_captures_parse_cleanly(name: str) -> None:
     assert all(isinstance(o, dict) and "type" in o for o in out)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "fastagent").glob("*.jsonl")))
+@pytest.mark.parametrize("name", sorted(p.name for p in FASTAGENT.glob("*.jsonl")))
 def test_real_fastagent_captures_parse_cleanly(name: str) -> None:
-    data = (FIXTURES / "fastagent" / name).read_bytes()
+    data = (FASTAGENT / name).read_bytes()
     out = read_all(rechunk(data, [7, 100, 333, 1000]))
     assert out == [json.loads(line) for line in data.splitlines() if line.strip()]
     assert out and all(isinstance(o, dict) for o in out)

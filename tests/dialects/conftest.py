@@ -1,4 +1,4 @@
-"""Shared fixtures of the dialect tests: the real captures."""
+"""Shared fixtures of the dialect tests: the real captures, and the project's message-shape fixture."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ from typing import Any
 import orjson
 import pytest
 
-CAPTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/claude-code"
+CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
+SHAPES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "message-shapes.jsonl"
 
 
 def _load(name: str) -> list[Any]:
-    path = CAPTURES / name
+    return _read(CAPTURES / name)
+
+
+def _read(path: Path) -> list[Any]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
@@ -28,6 +32,12 @@ def capture() -> Callable[[str], list[Any]]:
 
 
 @pytest.fixture
+def message_shapes() -> list[Any]:
+    """The parsed lines of ``tests/fixtures/claude-code/message-shapes.jsonl`` (written by the project)."""
+    return _read(SHAPES)
+
+
+@pytest.fixture
 def all_capture_objects() -> list[Any]:
-    """Every object of every capture, the SDK samples included."""
-    return [obj for path in sorted(CAPTURES.glob("*.jsonl")) for obj in _load(path.name)]
+    """Every object of every capture, and every message shape."""
+    return [obj for path in sorted(CAPTURES.glob("*.jsonl")) for obj in _load(path.name)] + _read(SHAPES)

@@ -25,13 +25,14 @@ from agentrt._plugins import Plugins
 from agentrt.dialect import make_text_delta
 from agentrt.events import TextDelta
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CAPTURES = sorted((SHARED / "fixtures" / "claude-code").glob("*.stdout.jsonl"))
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURE_DIR = ROOT / "tests" / "captures" / "claude-code"
+CAPTURES = sorted(CAPTURE_DIR.glob("*.stdout.jsonl"))
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl,stream-json"})
 
 
 def _corpus_module() -> Any:
-    spec = importlib.util.spec_from_file_location("agentrt_test_corpus", SHARED / "bench" / "corpus.py")
+    spec = importlib.util.spec_from_file_location("agentrt_test_corpus", ROOT / "bench" / "corpus.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -25,7 +25,7 @@ from agentrt.dialect import HostCodec, decodes_lines, make_text_delta, text_delt
 from agentrt.events import TextDelta, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize
 
-from .test_decode_batch import _EDGE_LINES, _LINES, CAPTURES, PLUGINS, SHARED, _corpus_module, _read_all
+from .test_decode_batch import _EDGE_LINES, _LINES, CAPTURE_DIR, CAPTURES, PLUGINS, _corpus_module, _read_all
 
 
 def _read_lines(codec: HostCodec, data: bytes, cuts: list[int]) -> tuple[list[Any], int]:
@@ -92,7 +92,7 @@ def test_decode_lines_on_real_output(dialect: str, source: str) -> None:
     if source == "bench-corpus":
         blob = b"".join(line for _, line in _corpus_module().corpus_lines(3000, big_lines=False))
     else:
-        blob = (SHARED / "fixtures" / "claude-code" / source).read_bytes()
+        blob = (CAPTURE_DIR / source).read_bytes()
     if dialect == "awp-jsonl":  # the bare raw events, as an awp-jsonl agent writes them
         blob = b"".join(
             orjson.dumps(obj["event"]) + b"\n" if obj.get("type") == "stream_event" else line + b"\n"

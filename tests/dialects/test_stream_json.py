@@ -82,72 +82,59 @@ def test_input_is_the_awp_user_line() -> None:
     )
 
 
-# -- every SDK sample, by hand ------------------------------------------------------------
+# -- every message shape, by hand ----------------------------------------------------------------
+# tests/fixtures/claude-code/message-shapes.jsonl: the project's fixture of the message shapes the
+# Agent SDK's parser knows (control requests, rate-limit events, every result subtype).
 
-ERRORS_43 = "Tool execution failed: permission denied\nUnable to write to /etc/hosts"
+ERRORS_43 = "Bash failed: exit status 2\nWrite refused: read-only file system"
+READ_NOTES = ("Read", {"file_path": "/work/notes.md"}, "Reading notes.md")
 SDK_EXPECTED: list[list[tuple[Any, ...]]] = [
-    [("session", "s", "m")],  # 1
+    [("session", "sess-shapes", "claude-shape")],  # 1
     [("raw", "system/start")],
-    [("status", "task_started", "Reticulating splines")],
-    [("status", "task_progress", "Halfway there")],
-    [("status", "task_notification", "All done")],  # 5
+    [("status", "task_started", "Indexing the repository")],
+    [("status", "task_progress", "Read 40 of 120 files")],
+    [("status", "task_notification", "Index built")],  # 5
     [("raw", "system/task_updated")],
     [("raw", "system/background_tasks_changed")],
     [("raw", "system/session_state_changed")],
-    [("raw", "system/some_future_subtype")],
+    [("raw", "system/not_yet_known")],
     [("raw", "system/hook_started")],  # 10
     [("raw", "system/hook_response")],
     [("raw", "user")],  # string content: a replayed user message, not a tool result
     [("raw", "user")],
     [("raw", "user")],
-    [("tool_result", "tool_789", "File contents here", False)],  # 15
-    [("tool_result", "tool_error", "File not found", True)],
+    [("tool_result", "toolu_r1", "line 1\nline 2", False)],  # 15
+    [("tool_result", "toolu_r2", "No such file or directory", True)],
     [("raw", "user")],
-    [("text", "Done")],
-    [
-        ("text", "Let me read that file for you."),
-        ("tool_use", "tool-123", "Read", {"file_path": "/test.txt"}, "Reading test.txt"),
-    ],
-    [
-        ("text", "Hello"),
-        ("tool_use", "tool_123", "Read", {"file_path": "/test.txt"}, "Reading test.txt"),
-    ],  # 20
-    [("thinking", "I'm thinking about the answer..."), ("text", "Here's my response")],
+    [("text", "All tests pass.")],
+    [("text", "I will open the notes."), ("tool_use", "toolu_a1", *READ_NOTES)],
+    [("text", "Reading it."), ("tool_use", "toolu_a2", *READ_NOTES)],  # 20
+    [("thinking", "The notes list two steps."), ("text", "There are two steps.")],
     [("raw", "assistant/server_tool_use")],
     [("raw", "assistant/advisor_tool_result")],
-    [("text", "hi")],
-    [
-        ("text", "Hello"),
-        ("tool_use", "tool_123", "Read", {"file_path": "/test.txt"}, "Reading test.txt"),
-    ],  # 25
+    [("text", "ok")],
+    [("text", "Reading it."), ("tool_use", "toolu_a2", *READ_NOTES)],  # 25
     [("status", "api_error", "authentication_failed")],
     [("status", "api_error", "unknown")],
-    [("text", "Hello")],
+    [("text", "Hi there")],
     [("status", "rate_limit", "rate_limit_warning")],
     [("status", "rate_limit", "rate_limited")],  # 30
     [("raw", "conversation_reset")],
-    [("control", "mcp_init_1", "mcp_message")],
+    [("control", "mcp_1", "mcp_message")],
     [("control", "perm_1", "can_use_tool")],
     [("control", "hook_1", "hook_callback")],
-    [("control", "req-1", "mcp_message")],  # 35
-    [("control", "test-toolid", "can_use_tool")],
+    [("control", "mcp_2", "mcp_message")],  # 35
+    [("control", "perm_2", "can_use_tool")],
     [("raw", "control_response")],
     [("raw", "control_cancel_request")],
-    [("completed", "test-session", None, None)],
-    [("completed", "session_123", None, "Done")],  # 40
-    [("failed", "cc_error_max_budget_usd", "", {"input_tokens": 100, "output_tokens": 50})],
+    [("completed", "sess-shapes", None, None)],
+    [("completed", "sess-shapes", None, "All tests pass.")],  # 40
+    [("failed", "cc_error_max_budget_usd", "", {"input_tokens": 200, "output_tokens": 20})],
     [("failed", "cc_error_max_turns", "", None)],
     [("failed", "cc_error_during_execution", ERRORS_43, None)],
-    [("completed", "session_123", None, "")],
-    [
-        (
-            "completed",
-            "fdf2d90a-fd9e-4736-ae35-806edd13643f",
-            {"input_tokens": 3, "output_tokens": 24},
-            "Hello",
-        )
-    ],
-    [("completed", "session_123", None, None)],
+    [("completed", "sess-shapes", None, "")],
+    [("completed", "sess-shapes", {"input_tokens": 12, "output_tokens": 3}, "Hi there")],  # 45
+    [("completed", "sess-shapes", None, None)],
     [("failed", "api_error_529", "", None)],
     [("failed", "api_error", "API Error: Stream idle timeout - no chunks received", None)],
 ]
@@ -181,15 +168,15 @@ def _norm(events: Any) -> list[tuple[Any, ...]]:
     return out
 
 
-def test_sdk_samples(capture: Any) -> None:
-    samples = capture("sdk-test-samples.jsonl")
+def test_sdk_samples(message_shapes: list[Any]) -> None:
+    samples = message_shapes
     assert len(samples) == len(SDK_EXPECTED) == 48
     for number, (obj, expected) in enumerate(zip(samples, SDK_EXPECTED), start=1):
         assert (number, _norm(host().decode(obj))) == (number, expected)
 
 
-def test_control_request_keeps_the_request(capture: Any) -> None:
-    obj = capture("sdk-test-samples.jsonl")[32]
+def test_control_request_keeps_the_request(message_shapes: list[Any]) -> None:
+    obj = message_shapes[32]
     (ev,) = host().decode(obj)
     assert ev == ControlRequest(
         request_id="perm_1",
@@ -197,8 +184,10 @@ def test_control_request_keeps_the_request(capture: Any) -> None:
         request={
             "subtype": "can_use_tool",
             "tool_name": "Write",
-            "input": {"file_path": "/tmp/x", "content": "hi"},
-            "tool_use_id": "toolu_1",
+            "input": {"file_path": "/work/out.txt", "content": "hello"},
+            "permission_suggestions": None,
+            "blocked_path": None,
+            "tool_use_id": "toolu_w1",
         },
     )
     assert ev.raw is obj
@@ -265,11 +254,11 @@ def test_control_response_error_and_bad_request() -> None:
     assert err.value.code == "invalid_control_request"
 
 
-def test_control_response_is_what_the_sdk_sends(capture: Any) -> None:
-    # The SDK's own sample of a control_response line has this envelope.
-    sample = capture("sdk-test-samples.jsonl")[36]
+def test_control_response_is_what_the_sdk_sends(message_shapes: list[Any]) -> None:
+    # A control_response line in the envelope the Agent SDK writes (test_message_shapes.py checks it).
+    sample = message_shapes[36]
     line = host().encode_control_response(
-        {"request_id": "req-1", "request": {"subtype": "mcp_message"}},
+        {"request_id": "mcp_2", "request": {"subtype": "mcp_message"}},
         {"mcp_response": {"jsonrpc": "2.0", "result": {}}},
         None,
     )

@@ -21,7 +21,7 @@ from agentrt.permissions import DENY_MESSAGE, PermissionDecision, PermissionRequ
 from agentrt_stream_json.codec import StreamJsonDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
-CAPTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/claude-code"
+CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
 BOUND = 20
 
 
@@ -58,14 +58,14 @@ async def test_basic_two_turns_through_a_real_process(tmp_path: Path) -> None:
     ) as conv:
         first, result1 = await _turn(conv, "hello")
         second, result2 = await _turn(conv, "second turn")
-        assert conv.session_id == "28ef0892-b6b1-4959-9e22-efd5c4026798"
+        assert conv.session_id == "d1efd9e4-e2ea-5ec5-888a-c55c1f181ffe"  # fixed by record.py
     texts = ["".join(e.text for e in evs if isinstance(e, TextDelta)) for evs in (first, second)]
     assert texts == [
         "Hello from the fake server (user message 1). You said: hello",
         "Hello from the fake server (user message 2). You said: second turn",
     ]
     assert isinstance(result1, TurnCompleted) and isinstance(result2, TurnCompleted)
-    assert (result1.usage and result1.usage.input_tokens, result2.usage and result2.usage.input_tokens) == (2530, 2572)
+    assert (result1.usage and result1.usage.input_tokens, result2.usage and result2.usage.input_tokens) == (10, 10)
 
 
 async def test_partial_messages_through_a_real_process(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from agentrt_fastagent._store import MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fake_fastagent.py"
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "fastagent"
+# FastAgent stdout written by the project from the CLI contract (tests/fixtures/fastagent/README.md)
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fastagent"
 WAIT = 10.0  # every wait in these tests is bounded by this
 
 

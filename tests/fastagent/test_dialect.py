@@ -55,10 +55,10 @@ def test_real_captures_decode_cleanly_and_round_trip(name: str) -> None:
 def test_capture_fields() -> None:
     host = FastAgentDialect().host_codec()
     (qr,) = host.decode(capture_lines("fresh-qr")[1])
-    assert qr.kind == "qr_code" and qr.pid == 85350 and qr.agent_id == "bot_fresh_contract"
+    assert qr.kind == "qr_code" and qr.pid == 4101 and qr.agent_id == "bot_fixture_qr"
     assert normalize_qr_url(qr.data["qrCodeUrl"]) == qr.data["qrCodeUrl"]
     (err,) = host.decode(capture_lines("runtime-error")[1])
-    assert err.kind == "runtime_error" and "pino-pretty" in err.data["error"]
+    assert err.kind == "runtime_error" and "IM_GATEWAY_DATA_DIR" in err.data["error"]
 
 
 @pytest.mark.parametrize(

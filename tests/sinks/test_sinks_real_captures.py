@@ -12,8 +12,8 @@ from agentrt.events import EventBatch, TurnStarted, to_json
 from agentrt_sqlite._sink import SqliteSink
 from agentrt_tui._sink import TuiSink
 
-# The shared tree lies beside the checkout (as CI lays it out).
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
+# Recorded from the real CLI by tests/captures/claude-code/record.py.
+CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
 
 
 def _batches(name: str) -> list[EventBatch]:
@@ -52,7 +52,7 @@ async def test_tui_shows_retries_and_the_api_error_in_plain_words() -> None:
 
 async def test_tui_shows_the_tool_and_the_reply() -> None:
     out = await _plain("tool_use_allowed")
-    assert out.startswith("I will run a command.\n[Running: echo hi]\nThe tool said: hi\n(5142 in · 24 out")
+    assert out.startswith("I will run a command.\n[Running: echo hi]\nThe tool said: hi\n(20 in · 10 out")
 
 
 @pytest.mark.parametrize("name", ["basic_two_turns", "partial_messages_two_turns", "tool_use_allowed_partial",
