@@ -4,34 +4,35 @@ Every dialect asks the same policy: stream-json ``can_use_tool`` control
 requests and ACP ``session/request_permission`` both reach the conversation as
 a :class:`~agentrt.permissions.PermissionRequest`.
 
-A rule is a tool-name pattern (``fnmatch``: ``Read``, ``mcp__fs__*``), optionally
-with an argument pattern in parentheses: ``Bash(git status:*)`` matches a tool
-whose command argument starts with the words ``git status``; ``Bash(ls)``
-matches exactly ``ls``.  The command argument is the input's ``command``, else
-``file_path``, ``path`` or ``url`` (the first that is a string), else an
-``argv`` list joined by spaces.
+A rule is a tool-name pattern (``fnmatch``, case-sensitive: ``Read``,
+``mcp__fs__*``), optionally with an argument pattern in parentheses; what it
+matches is :mod:`agentrt._approval_rules`'s (allow rules are allowlists: a
+shell command must be provably one plain command; deny rules see every simple
+command of a compound one).  What a person is shown is
+:mod:`agentrt._approval_show`'s.
 
 Precedence, first match wins: command-line ``--deny-tool``, command-line
 ``--allow-tool``, config ``deny``, config ``allow``, an "always" answer given
 in this thread, then the mode (command line, else config, else the command's
 default).  So deny beats allow within one source, and the command line beats
-the config file.  An *allow* rule with an argument pattern never matches a
-command holding shell control characters (``; & | ` $( > <`` or a newline):
-``Bash(git status:*)`` must not approve ``git status; rm -rf ~``.
+the config file.  A deny rule that cannot rule a command out (it does not
+parse, its program is computed) asks instead of letting an allow rule or the
+mode allow it.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-import orjson
 import trio
 
+from ._approval_rules import Rule, case_warnings, command_argument, parse_rule
+from ._approval_show import always_key, always_scope, input_fields, input_summary, tool_label, tool_name
+from .display import SHOW_LIMIT, escape_text, wrap_lines
 from .permissions import PermissionDecision, PermissionRequest
 
 __all__ = [
@@ -56,11 +57,6 @@ Mode = Literal["deny", "ask", "allow"]
 #: Default seconds an ``ask`` waits for a person before it denies.  The
 #: conversation denies by itself after 60 s, so an ask must end before that.
 ASK_TIMEOUT = 50.0
-#: Longest summary of a tool's input kept in a record or shown in a prompt.
-SUMMARY_LIMIT = 200
-
-_RULE_RE = re.compile(r"([A-Za-z0-9_.:*-]{1,128})(?:\(([^\x00-\x1f\x7f]{0,512})\))?")
-_SHELL_CONTROL = re.compile(r"[;&|`<>\n\r]|\$\(")
 _SECRETS = (
     # First: "Authorization: Bearer X" must mask X, not the word Bearer.
     re.compile(r"(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})"),
@@ -78,92 +74,6 @@ def mask_secrets(text: str) -> str:
     for pattern in _SECRETS:
         text = pattern.sub(lambda m: f"{m.group(1)}****", text)
     return text
-
-
-def command_argument(tool_input: Mapping[str, Any]) -> str | None:
-    """The argument an argument pattern is matched against.
-
-    ``command``, ``file_path``, ``path`` or ``url`` (the first that is a
-    string), else an ``argv`` list (the managed-task tool's) joined by spaces.
-    """
-    for key in ("command", "file_path", "path", "url"):
-        value = tool_input.get(key)
-        if isinstance(value, str):
-            return value
-    argv = tool_input.get("argv")
-    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
-        return " ".join(argv)
-    return None
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def input_summary(tool_input: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
-    """A one-line, bounded, secret-masked summary of a tool's input (its command, else compact JSON)."""
-    argument = command_argument(tool_input)
-    if argument is None:
-        try:
-            argument = orjson.dumps(dict(tool_input), default=str).decode()
-        except TypeError:
-            argument = "{…}"
-    # Mask before clipping, so a clip never leaves half a secret unmasked.
-    return _clip(mask_secrets(argument), limit)
-
-
-def tool_label(tool_name: str, tool_input: Mapping[str, Any], limit: int = 80) -> str:
-    """How a tool use is named to a person: ``Bash(git status)``, ``Read(/etc/hosts)``, ``WebSearch``."""
-    argument = command_argument(tool_input)
-    name = _clip(tool_name, 64) or "tool"
-    return name if argument is None else f"{name}({_clip(mask_secrets(argument), limit)})"
-
-
-@attrs.frozen(kw_only=True)
-class Rule:
-    """One ``allow`` or ``deny`` pattern, parsed."""
-
-    pattern: str
-    tool: str
-    argument: str | None = None
-    prefix: bool = False
-    """``True`` for ``Tool(words:*)``: the argument must start with ``words`` (as whole words)."""
-
-    def matches(
-        self, tool_name: str, tool_input: Mapping[str, Any], *, allowing: bool, aliases: Sequence[str] = ()
-    ) -> bool:
-        """Whether this rule covers the tool use (an allowing rule refuses compound commands).
-
-        ``aliases`` are other names of the same tool use (an ACP tool call's ``kind``).
-        """
-        if not any(fnmatch.fnmatchcase(name, self.tool) for name in (tool_name, *aliases)):
-            return False
-        if self.argument is None:
-            return True
-        value = command_argument(tool_input)
-        if value is None:
-            return False
-        value = value.strip()
-        if allowing and _SHELL_CONTROL.search(value):
-            return False
-        if not self.prefix:
-            return value == self.argument
-        return value == self.argument or value.startswith(self.argument + " ") or self.argument == ""
-
-
-def parse_rule(pattern: str) -> Rule:
-    """``Read``, ``mcp__fs__*``, ``Bash(git status:*)``, ``Bash(ls)``; raises ``ValueError`` otherwise."""
-    match = _RULE_RE.fullmatch(pattern.strip())
-    if match is None:
-        raise ValueError(f"{pattern[:80]!r} is not a tool pattern like Read or Bash(git status:*)")
-    tool, argument = match.group(1), match.group(2)
-    if argument is None:
-        return Rule(pattern=pattern, tool=tool)
-    prefix = argument.endswith(":*")
-    if prefix:
-        argument = argument[:-2]
-    return Rule(pattern=pattern, tool=tool, argument=argument.strip(), prefix=prefix)
 
 
 @attrs.frozen(kw_only=True)
@@ -186,6 +96,8 @@ class Ruleset:
     cli_deny: tuple[Rule, ...] = ()
     config_allow: tuple[Rule, ...] = ()
     config_deny: tuple[Rule, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """``tool_pattern_case`` warnings: rules whose tool name differs from a known tool's only in case."""
 
     @classmethod
     def build(
@@ -207,27 +119,40 @@ class Ruleset:
         config_mode = getattr(config, "mode", None)
         mode, source = (cli_mode, "--permission-mode") if cli_mode is not None else (
             (config_mode, "config") if config_mode is not None else (default_mode, "default"))
+        config_allow = tuple(getattr(config, "allow", ()) or ())
+        config_deny = tuple(getattr(config, "deny", ()) or ())
         return cls(
             mode=mode,  # type: ignore[arg-type]
             mode_source=source,
             cli_allow=tuple(parse_rule(p) for p in cli_allow),
             cli_deny=tuple(parse_rule(p) for p in cli_deny),
-            config_allow=tuple(parse_rule(p) for p in getattr(config, "allow", ()) or ()),
-            config_deny=tuple(parse_rule(p) for p in getattr(config, "deny", ()) or ()),
+            config_allow=tuple(parse_rule(p) for p in config_allow),
+            config_deny=tuple(parse_rule(p) for p in config_deny),
+            warnings=tuple(case_warnings([*cli_deny, *cli_allow, *config_deny, *config_allow])),
         )
 
     def decide(self, tool_name: str, tool_input: Mapping[str, Any], aliases: Sequence[str] = ()) -> Verdict:
-        """The first matching rule in precedence order, else the mode."""
+        """The first matching rule in precedence order, else the mode.
+
+        A deny rule that is unsure (``maybe``) does not decide, but no later
+        allow rule may allow then: the verdict is ``ask`` (``deny`` in mode deny).
+        """
         order: tuple[tuple[tuple[Rule, ...], Mode, str], ...] = (
             (self.cli_deny, "deny", "--deny-tool"),
             (self.cli_allow, "allow", "--allow-tool"),
             (self.config_deny, "deny", "config deny"),
             (self.config_allow, "allow", "config allow"),
         )
+        unsure: str | None = None
         for rules, action, source in order:
             for rule in rules:
-                if rule.matches(tool_name, tool_input, allowing=action == "allow", aliases=aliases):
+                found = rule.match(tool_name, tool_input, allowing=action == "allow", aliases=aliases)
+                if found == "yes" and (action == "deny" or unsure is None):
                     return Verdict(action=action, by=f"rule:{source} {rule.pattern}")
+                if found == "maybe" and unsure is None:
+                    unsure = f"rule:{source} {rule.pattern} (unsure)"
+        if unsure is not None:
+            return Verdict(action="deny" if self.mode == "deny" else "ask", by=unsure)
         return Verdict(action=self.mode, by=f"mode:{self.mode} ({self.mode_source})")
 
 
@@ -237,9 +162,21 @@ class ApprovalPrompt:
 
     tool_name: str
     label: str
+    """One line for notes (``Bash(git st…)``): escaped, masked, maybe cut; never the question itself."""
     summary: str
+    """The whole input, escaped and masked: the argument, then ``key: value`` lines (``\\n`` ends a line)."""
     request_id: str
     timeout: float
+    name: str = ""
+    """The tool's name as shown (escaped; ``tool`` when empty)."""
+    always: str = ""
+    """What an "always" answer covers: ``Bash with exactly this command``."""
+    fields: tuple[str, ...] = ()
+    """The whole input, masked but not escaped: the argument, then ``key: value``; :meth:`lines` shows them."""
+
+    def lines(self, width: int) -> list[str]:
+        """The whole input, escaped, in lines at most ``width`` columns wide (none for an empty input)."""
+        return [line for field in self.fields for line in wrap_lines(field, width)]
 
 
 @attrs.frozen(kw_only=True)
@@ -300,14 +237,14 @@ class ApprovalPolicy:
         self.no_asker_note = no_asker_note
         #: Called with a one-line note when an ask could not be answered (timeout, no terminal).
         self.notify = notify
-        self._always: set[tuple[str, str | None]] = set()
+        self._always: set[tuple[str, str]] = set()
 
     async def __call__(self, request: PermissionRequest) -> PermissionDecision:
         """Decide, ask when the rules say so, record, and answer the agent."""
         tool_input: Mapping[str, Any] = request.input if isinstance(request.input, Mapping) else {}
         label = tool_label(request.tool_name, tool_input)
         verdict = self.rules.decide(request.tool_name, tool_input, _aliases(request))
-        key = (request.tool_name, command_argument(tool_input))
+        key = always_key(request.tool_name, tool_input)
         action: Literal["allow", "deny"]
         message = ""
         if verdict.action == "ask" and key in self._always:
@@ -322,15 +259,24 @@ class ApprovalPolicy:
         return PermissionDecision(allow=action == "allow", message=message)
 
     async def _ask(
-        self, request: PermissionRequest, label: str, tool_input: Mapping[str, Any], key: tuple[str, str | None]
+        self, request: PermissionRequest, label: str, tool_input: Mapping[str, Any], key: tuple[str, str]
     ) -> tuple[Literal["allow", "deny"], str, str]:
         if self.asker is None:
             note = f"{label} denied: permission mode ask, but {self.no_asker_note}"
             self._notify(note)
             return "deny", "no_terminal", f"agentrt: {note}"
+        fields = input_fields(tool_input)
+        size = sum(len(escape_text(field)) for field in fields)
+        if size > SHOW_LIMIT:
+            note = (f"{label} denied: its input is {size} characters, more than the {SHOW_LIMIT} a question "
+                    "shows whole")
+            self._notify(note)
+            return "deny", "too_long", f"agentrt: {note}"
         prompt = ApprovalPrompt(
-            tool_name=request.tool_name, label=label, summary=input_summary(tool_input),
-            request_id=request.request_id, timeout=self.ask_timeout,
+            tool_name=request.tool_name, label=label,
+            summary="\n".join(line for field in fields for line in wrap_lines(field, SHOW_LIMIT)),
+            request_id=request.request_id, timeout=self.ask_timeout, name=tool_name(request.tool_name),
+            always=always_scope(request.tool_name, tool_input), fields=fields,
         )
         answer: Answer | None = None
         with trio.move_on_after(self.ask_timeout):
@@ -361,7 +307,7 @@ class ApprovalPolicy:
         if self.recorder is None:
             return
         decision = ApprovalDecision(
-            conversation_id=self.conversation_id, thread=self.thread, tool=request.tool_name[:128],
+            conversation_id=self.conversation_id, thread=self.thread, tool=escape_text(request.tool_name[:128]),
             summary=input_summary(tool_input), decision=action, by=by, at=time.time(),
         )
         # Bounded and shielded from failure: the answer to the agent never waits on the database for long.

@@ -1,5 +1,10 @@
 """``agentrt chat`` and ``agentrt run`` ask before a tool runs: ``Allow <tool>? [y/n/a]`` on the terminal.
 
+The question shows the tool's whole input, escaped (:mod:`agentrt.display`)
+and wrapped to the terminal's width, every line of it behind a ``│`` gutter so
+that nothing in the input can pass for the question's own lines; its last line
+says what each answer does, and what "always" covers.
+
 During a turn the terminal is in cooked mode and nothing else reads stdin, so
 the answer is one line read from file descriptor 0 once trio reports it
 readable: cancellable at any moment, with no thread left blocked on the
@@ -10,16 +15,37 @@ same argument) for the rest of the chat.  The policy bounds the wait.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from collections.abc import Callable
 
 import trio
 
 from ._approval import Answer, ApprovalPrompt
+from .display import escape_text, wrap_lines
 
-__all__ = ["TerminalAsker", "AskCancelled"]
+__all__ = ["TerminalAsker", "AskCancelled", "question"]
 
 _ANSWERS: dict[str, Answer] = {"y": "allow", "yes": "allow", "n": "deny", "no": "deny", "a": "always",
                                "always": "always"}
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_GUTTER = "  │ "
+
+
+def question(prompt: ApprovalPrompt, width: int) -> str:
+    """The question's text, lines at most ``width`` columns wide (where the input allows a cut)."""
+    inner = max(width - len(_GUTTER), 20)
+    plain = _PLAIN_NAME.fullmatch(prompt.tool_name) is not None
+    lines = [f"Allow {prompt.tool_name if plain else 'this tool'}? [y/n/a]"]
+    if not plain:
+        lines += [_GUTTER + line for line in wrap_lines("tool: " + prompt.tool_name, inner)]
+    body = prompt.lines(inner) if prompt.fields else wrap_lines(prompt.label, inner)
+    lines += [_GUTTER + line for line in body]
+    always = f": {escape_text(prompt.always)}" if prompt.always else ""
+    lines.append(f"  y once · n deny · a always{always}, for the rest of this chat · denied in {prompt.timeout:g}s")
+    return "\n".join(lines)
 
 
 class AskCancelled(Exception):
@@ -41,8 +67,7 @@ class TerminalAsker:
             self._scopes.add(scope)
             try:
                 async with self._lock:
-                    self._show(f"Allow {prompt.label}? [y/n/a] (y once, n deny, a always for this thread; "
-                               f"denied in {prompt.timeout:g}s)")
+                    self._show(question(prompt, shutil.get_terminal_size((80, 24)).columns))
                     while True:
                         await trio.lowlevel.wait_readable(self._fd)
                         data = os.read(self._fd, 4096)
@@ -51,7 +76,7 @@ class TerminalAsker:
                         answer = _ANSWERS.get(data.decode("utf-8", "replace").strip().lower())
                         if answer is not None:
                             return answer
-                        self._show("answer y (allow once), n (deny) or a (always for this thread)")
+                        self._show("answer y (allow once), n (deny) or a (always, as said above)")
             finally:
                 self._scopes.discard(scope)
         raise AskCancelled("the turn ended before the question was answered")

@@ -18,6 +18,14 @@ from .errors import AgentrtError
 __all__ = ["approval_options", "build_approval_policy", "close_recorder", "store_recorder"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Each warning once per process: ``agentrt web`` builds a policy per thread.
+_WARNED: set[str] = set()
+
+
+def _warn(text: str) -> None:
+    if text not in _WARNED:
+        _WARNED.add(text)
+        click.echo(f"agentrt: warning: tool_pattern_case: {text}", err=True)
 
 
 def approval_options(func: F) -> F:
@@ -52,13 +60,21 @@ def build_approval_policy(
     thread: str | None = None,
     notify: Callable[[str], None] | None = None,
     no_asker_note: str = "no terminal to ask on",
+    warn: Callable[[str], None] = _warn,
 ) -> ApprovalPolicy:
-    """The policy for one conversation; a bad pattern raises ``invalid_tool_pattern``."""
+    """The policy for one conversation; a bad pattern raises ``invalid_tool_pattern``.
+
+    A rule whose tool name differs from a known tool's only in case (``bash``)
+    is kept (tool names are exact) and reported to ``warn`` (by default
+    ``agentrt: warning: tool_pattern_case: …`` on stderr, once per process).
+    """
     try:
         rules = Ruleset.build(default_mode=default_mode, cli_mode=permission_mode, cli_allow=allow_tools,
                               cli_deny=deny_tools, config=config)
     except ValueError as exc:
         raise AgentrtError("invalid_tool_pattern", str(exc)) from None
+    for text in rules.warnings:
+        warn(text)
     return ApprovalPolicy(rules, asker=asker, recorder=recorder, ask_timeout=ask_timeout,
                           conversation_id=conversation_id, thread=thread, notify=notify,
                           no_asker_note=no_asker_note)

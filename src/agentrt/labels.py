@@ -8,6 +8,9 @@ or "Editing app.py" instead of the raw payload.  MCP tool names lose their
 Labels never carry more than the first line of a command (cut to 40
 characters) or a file's basename, and are bounded to :data:`MAX_LABEL`
 characters whatever the input: a tool payload can be large and private.
+What an agent wrote is escaped (:func:`agentrt.display.escape_text`) before
+it is cut: no escape sequence, carriage return or bidi override reaches a
+terminal or page through a label.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .display import escape_text
 
 __all__ = ["tool_label", "strip_mcp_prefix", "MAX_LABEL", "MAX_COMMAND"]
 
@@ -75,7 +80,7 @@ def _command_label(tool_input: Mapping[str, Any]) -> str:
         command = tool_input.get("cmd")
     if not isinstance(command, str):
         return "Running command"
-    first = command.strip().split("\n", 1)[0].strip()
+    first = escape_text(command.strip().split("\n", 1)[0].strip())
     if not first:
         return "Running command"
     if len(first) > MAX_COMMAND:
@@ -99,6 +104,6 @@ def tool_label(name: Any, tool_input: Any = None) -> str:
         path = args.get("file_path")
         if not isinstance(path, str):
             path = args.get("path")
-        target = _basename(path)
+        target = escape_text(_basename(path))
         return _bound(f"{verb} {target}" if target else f"{verb} file")
     return _FIXED.get(base, _DEFAULT)

@@ -231,12 +231,14 @@ def _approval_argv(tmp: Path, status: str, *args: str) -> list[str]:
 
 async def test_chat_asks_before_a_tool_runs_and_remembers_always(tmp_path: Path) -> None:
     tmux = Tmux(tmp_path)
-    question = "Allow Bash(git status --short)? [y/n/a]"
+    question = "Allow Bash? [y/n/a]"
     try:
         await tmux.start("ask", _approval_argv(tmp_path, "ask.status"))
         await tmux.wait_text("ask", "/help for commands")
         await tmux.keys("ask", "first", "Enter")
-        await tmux.wait_text("ask", question)
+        # The question, the whole input behind the gutter, and (last) what "always" would cover.
+        screen = await tmux.wait_text("ask", "a always: Bash with exactly this command, for the rest of this chat")
+        assert question in screen and "  │ git status --short" in screen
         await tmux.keys("ask", "y", "Enter")
         await tmux.wait_text("ask", "allowed:git status --short")
 
@@ -296,7 +298,8 @@ async def test_run_on_a_terminal_asks_too(tmp_path: Path) -> None:
     argv[argv.index("chat"):] = ["run", "-a", "claude", "--permission-mode", "ask", "go"]
     try:
         await tmux.start("run", argv)
-        await tmux.wait_text("run", "Allow Bash(git status --short)? [y/n/a]")
+        await tmux.wait_text("run", "Allow Bash? [y/n/a]")
+        await tmux.wait_text("run", "  │ git status --short")
         await tmux.keys("run", "y", "Enter")
         await tmux.wait_text("run", "allowed:git status --short")
         assert await tmux.wait_exit(tmp_path / "run.status") == 0

@@ -93,3 +93,20 @@ def test_no_log_records_no_decision_and_a_bad_pattern_is_a_usage_error(tmp_path:
     bad = cli(tmp_path, "run", "-a", "claude", "--allow-tool", "Bash(", "go")
     assert bad.returncode == 2
     assert bad.stderr.startswith("agentrt: error: invalid_tool_pattern: 'Bash(' is not a tool pattern")
+
+
+def test_logs_show_an_agents_escape_codes_escaped_and_whole(tmp_path: Path) -> None:
+    _setup(tmp_path)
+    config = tmp_path / "config.toml"
+    attack = "rm -rf ~/important #" + "x" * 300 + "\\u001b[2K\\u001b[1GAllow Bash(git status)"
+    config.write_text(config.read_text().replace('"git status --short"', f'"{attack}"'))
+    proc = cli(tmp_path, "run", "-a", "claude", "go")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "denied (mode:deny (default))" in proc.stdout
+    plain = cli(tmp_path, "logs", "--approvals")
+    assert "\x1b" not in plain.stdout and "rm -rf ~/important #xxx" in plain.stdout
+    full = cli(tmp_path, "logs", "--approvals", "--full")
+    assert "\x1b" not in full.stdout
+    assert "rm -rf ~/important #" + "x" * 300 + "\\x1b[2K\\x1b[1GAllow Bash(git status)" in full.stdout
+    [row] = approvals(tmp_path)
+    assert str(row["summary"]).endswith("\\x1b[1GAllow Bash(git status)")

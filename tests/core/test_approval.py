@@ -91,7 +91,9 @@ def test_secrets_are_masked_and_summaries_bounded() -> None:
     masked = mask_secrets(text)
     for secret in ("abcdefghijkl", "hunter2", "s3cr3t", "sk-ABCDEFGHIJKLMNOP"):
         assert secret not in masked
-    assert len(input_summary({"command": "x" * 5000})) == 200
+    assert input_summary({"command": "x" * 5000}) == "x" * 5000
+    long = input_summary({"command": "x" * 9000})
+    assert len(long) <= 8192 and long.endswith(f"… ({9000 - 8160} more characters)")
     assert input_summary({"query": "weather", "api_key": "k-123456789"}) == '{"query":"weather","api_key":"****"}'
     assert tool_label("Bash", {"command": "git status"}) == "Bash(git status)"
     assert tool_label("WebSearch", {"query": "q"}) == "WebSearch"

@@ -15,7 +15,7 @@ from typing import Any
 from .conftest import base_env
 
 FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
-QUESTION = "Allow Bash(git status --short)?"
+QUESTION = "Allow Bash?"
 
 
 def _env(tmp: Path, agent: Path) -> dict[str, str]:

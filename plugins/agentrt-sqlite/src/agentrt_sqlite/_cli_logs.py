@@ -7,6 +7,8 @@ import sys
 import click
 import orjson
 
+from agentrt.display import escape_text
+
 from ._cli import _run, _when
 
 
@@ -21,12 +23,13 @@ def _clip(text: str | None, width: int) -> str:
 @click.option("-q", "--query", help="Full-text search over prompts and replies (every word must match).")
 @click.option("-a", "--agent", help="Only conversations of this configured agent.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn.")
-@click.option("--full", is_flag=True, help="Print whole prompts and replies, not one line each.")
+@click.option("--full", is_flag=True,
+              help="Print whole prompts and replies (with --approvals: whole inputs), not one line each.")
 @click.option("--approvals", is_flag=True, help="List tool-approval decisions instead of turns.")
 def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: bool, approvals: bool) -> None:
     """Recorded run, chat and web turns, newest first."""
     if approvals:
-        _approvals(count, agent, as_json)
+        _approvals(count, agent, as_json, full)
         return
     rows = _run(lambda s: s.search_logs(limit=count, query=query, agent=agent))
     if as_json:
@@ -47,8 +50,14 @@ def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: 
                        f"{_clip(r['reply'], 60)}")
 
 
-def _approvals(count: int, agent: str | None, as_json: bool) -> None:
+def _approvals(count: int, agent: str | None, as_json: bool, full: bool) -> None:
     rows = _run(lambda s: s.list_approvals(limit=count, agent=agent))
+    # What an agent wrote (tool names, inputs) is shown escaped: no escape sequence reaches the terminal,
+    # also from a row recorded before summaries were escaped.
+    for r in rows:
+        for key in ("tool", "summary", "by", "thread"):
+            if isinstance(r.get(key), str):
+                r[key] = escape_text(r[key])
     if as_json:
         sys.stdout.write("".join(orjson.dumps(r).decode() + "\n" for r in rows))
         return
@@ -57,5 +66,9 @@ def _approvals(count: int, agent: str | None, as_json: bool) -> None:
         return
     for r in rows:
         where = f"thread {r['thread']}" if r["thread"] else f"conversation {r['conversation_id'] or '-'}"
+        if full:
+            click.echo(f"## {_when(r['at'])}  {r['decision']}  {r['tool']}  by {r['by']}  ({where})\n")
+            click.echo(f"{r['summary']}\n")
+            continue
         click.echo(f"{_when(r['at'])}  {r['decision']:<5}  {_clip(r['tool'], 24):<24} {_clip(r['summary'], 50):<50}  "
                    f"by {r['by']}  ({where})")

@@ -6,8 +6,8 @@ the question goes to the thread's pages over server-sent events
 (CSRF-checked like every ``/api/`` route) answers it.  Whatever ends the
 question (an answer, the policy's timeout, the turn's end) is published as
 ``approval_done`` so every page closes the card, with a note when nobody
-answered.  The browser sees the tool's label and a bounded, secret-masked
-summary of its input, never the raw request.
+answered.  The browser sees the tool's name and its whole input, secret-masked
+and with every control or bidi character escaped, never the raw request.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class WebApprovals:
         async def ask(prompt: ApprovalPrompt) -> Answer:
             qid = secrets.token_urlsafe(12)
             pending = self._pending[qid] = _Pending(thread)
-            self._publish(thread, {"k": "approval", "id": qid, "label": prompt.label, "summary": prompt.summary,
-                                   "timeout": prompt.timeout})
+            # The card's heading names the tool; its body is the whole input, escaped (never cut).
+            self._publish(thread, {"k": "approval", "id": qid, "label": prompt.name or prompt.label,
+                                   "summary": prompt.summary, "always": prompt.always, "timeout": prompt.timeout})
             note = "no answer in time"
             try:
                 await pending.answered.wait()
