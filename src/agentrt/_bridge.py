@@ -184,6 +184,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     permissions, the hosted CLI's tool requests are forwarded to it.  Turns run
     one at a time, in order.
     """
+    from ._bridge_policy import bridge_policy
     from ._config import resolve_agent
     from ._conversation import Conversation, open_conversation
     from ._launch import is_valid_session_id
@@ -195,7 +196,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     if args.partial_messages and hasattr(outer, "partial"):
         outer.partial = True
     inner_env = {**env, **args.overrides}
-    launch = resolve_agent(inner_env, args.agent, model=args.model).launch
+    resolved = resolve_agent(inner_env, args.agent, model=args.model)
+    launch = resolved.launch
     if args.resume is not None and not is_valid_session_id(args.resume):
         raise AgentrtError("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
     writing = trio.Lock()  # the reader and the turn runner both write
@@ -212,6 +214,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         not getattr(outer, "asks_only_when_told", False) or args.permission_prompt_tool == "stdio"
     )
     asking = _AskTheClient(outer, send_objs) if can_ask else None
+    # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
+    policy = bridge_policy(resolved.permissions, asking if asking is not None else plugins.permission_policy())
     turns_in, turns_out = trio.open_memory_channel[Turn](_QUEUED_TURNS)
 
     async def run_turns(conv: Conversation) -> None:
@@ -233,7 +237,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
 
     shutdown = False
     async with open_conversation(
-        launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=asking
+        launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=policy
     ) as conv:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run_turns, conv)
