@@ -20,6 +20,7 @@ import attrs
 import orjson
 import trio
 
+from ._bridge_cancel import TurnCancels
 from .errors import AgentrtError
 from .permissions import PermissionDecision, PermissionRequest
 
@@ -216,21 +217,31 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     asking = _AskTheClient(outer, send_objs) if can_ask else None
     # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
     policy = bridge_policy(resolved.permissions, asking if asking is not None else plugins.permission_policy())
-    turns_in, turns_out = trio.open_memory_channel[Turn](_QUEUED_TURNS)
+    turns_in, turns_out = trio.open_memory_channel[tuple[int, Turn]](_QUEUED_TURNS)
+    cancels = TurnCancels()
 
-    async def run_turns(conv: Conversation) -> None:
-        async for turn in turns_out:
+    async def run_turns(conv: Conversation, nursery: trio.Nursery) -> None:
+        async for number, turn in turns_out:
+            if cancels.wanted(number):  # cancelled while it waited: it never reaches the CLI
+                await emit(TurnFailed(code="turn_cancelled", message="the prompt was cancelled before it started"))
+                continue
             try:
                 async for event in conv.send(turn):
+                    if cancels.started(number):  # now the conversation's current turn
+                        nursery.start_soon(cancel, conv, number)
                     if isinstance(event, Diagnostic):
                         _warn(event.code, event.detail)
                     await emit(event)
             except AgentrtError as exc:
                 await emit(TurnFailed(code=exc.code, message=exc.detail))
+            finally:
+                cancels.ended(number)
             if asking is not None:
                 asking.release_all("the turn ended")
 
-    async def cancel(conv: Conversation) -> None:
+    async def cancel(conv: Conversation, number: int) -> None:
+        if not cancels.is_running(number):  # a late cancel never touches a later turn
+            return
         await conv.cancel_turn()
         if asking is not None:
             asking.release_all("the prompt was cancelled")
@@ -240,7 +251,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=policy
     ) as conv:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_turns, conv)
+            nursery.start_soon(run_turns, conv, nursery)
             async with turns_in:
                 async for raw in read_lines(source):
                     if isinstance(raw, Oversized):
@@ -267,10 +278,12 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                     if isinstance(decoded, InputError):
                         await emit(TurnFailed(code=decoded.code, message=decoded.detail))
                     elif isinstance(decoded, Interrupt):
-                        nursery.start_soon(cancel, conv)
+                        target = cancels.request()  # duplicates coalesce: one cancel per turn
+                        if target is not None:
+                            nursery.start_soon(cancel, conv, target)
                     else:
                         assert isinstance(decoded, Turn)
-                        await turns_in.send(decoded)
+                        await turns_in.send((cancels.accept(), decoded))
             if asking is not None:  # nobody is left to answer; queued turns still run
                 asking.close()
             if not shutdown and getattr(outer, "cancel_on_close", False):

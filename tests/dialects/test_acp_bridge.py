@@ -279,3 +279,40 @@ async def test_client_gone_mid_turn_cancels_it_and_the_bridge_exits(tmp_path: Pa
                     await proc.wait()
     answers = [json.loads(line) for line in (buffer + rest).split(b"\n") if line.strip()]
     assert {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}} in answers
+
+
+def test_a_burst_of_cancels_ends_its_own_prompt_only(tmp_path: Path) -> None:
+    """1,000 ``session/cancel`` for one prompt are one cancel: the next prompt runs to its end.
+
+    Each cancel once started its own task, whose interrupt could reach the hosted CLI
+    after the next prompt's turn had begun and end that turn instead.
+    """
+    from acp import text_block
+    from acp.schema import DeniedOutcome, RequestPermissionResponse
+
+    state: dict[str, Any] = {"burst": True}
+    burst_sent = asyncio.Event()
+
+    async def choose(tool_call: Any, options: list[Any]) -> Any:
+        if state.pop("burst", False):
+            for _ in range(1000):
+                await state["conn"].cancel(session_id=state["sid"])
+            burst_sent.set()
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return _by_kind(options, "allow_once")
+
+    async def script(conn: Any, sid: str, client: Any) -> None:
+        state["conn"], state["sid"] = conn, sid
+        first = await conn.prompt(session_id=sid, prompt=[text_block("run echo hi")])
+        assert first.stop_reason == "cancelled"
+        # The whole burst precedes the next prompt on the wire (the SDK answers the first
+        # prompt while the permission callback may still be sending).
+        await burst_sent.wait()
+        for _ in range(3):  # later prompts are not touched by the burst's leftovers
+            client.updates.clear()
+            reply = await conn.prompt(session_id=sid, prompt=[text_block("run echo hi")])
+            assert reply.stop_reason == "end_turn", reply
+            assert _texts(client) == "allowed:echo hi"
+        assert len(client.asked) == 4
+
+    _drive(tmp_path, "permission", choose, script)
