@@ -21,13 +21,16 @@ def bridge(argv: tuple[str, ...]) -> None:
     Arguments after ``--`` of the form AWP_AGENT_*=VALUE (or AGENTRT_CONFIG=PATH)
     override the launch contract's variables for the hosted CLI; ``-a NAME``
     hosts a named agent of the config file.  Startup errors print one
-    ``result`` line with a stable code and exit 1.
+    ``result`` line with a stable code and exit 1; with ``--to acp`` the
+    client's first request is answered with a JSON-RPC error instead (stdout
+    carries JSON-RPC only).
     """
     import orjson
     import trio
 
     from ._bridge import parse_bridge_args, serve_bridge
     from ._plugins import get_plugins
+    from ._startup_error import dialect_in_argv, report_startup_error
     from .agent._io import open_stdio
     from .errors import AgentrtError
 
@@ -38,7 +41,9 @@ def bridge(argv: tuple[str, ...]) -> None:
             return await serve_bridge(args, dict(os.environ), get_plugins(), source, sink)
         except AgentrtError as exc:
             line = {"type": "result", "subtype": "startup_error", "is_error": True, "result": exc.code}
-            await sink.send_all(orjson.dumps(line) + b"\n")
+            await report_startup_error(
+                dialect_in_argv(argv, "--to"), source, sink, exc.code, exc.detail, line=orjson.dumps(line) + b"\n"
+            )
             if exc.detail:
                 print(f"agentrt bridge: {exc.code}: {exc.detail}", file=sys.stderr)
             return 1

@@ -28,6 +28,7 @@ import orjson
 import trio
 
 from .._framing import encode_line
+from .._startup_error import dialect_in_argv, report_startup_error
 from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Interrupt, Shutdown, TextBlock, Turn
 from ..errors import AgentrtError
 from ..events import SessionStarted, TurnCompleted, TurnFailed
@@ -289,8 +290,12 @@ async def serve(
             if not isinstance(exc, AgentrtError):
                 _log(f"startup failed: {type(exc).__name__}")
             code = public_code(exc, "agent_startup_failed")
-            try:
-                await sink.send_all(startup_error_line(code))
+            reason = exc.detail if isinstance(exc, AgentrtError) else ""
+            try:  # a JSON-RPC dialect (acp) answers its client's first request with the error instead
+                await report_startup_error(
+                    dialect_in_argv(argv, "--dialect"), source, sink, code, reason,
+                    line=startup_error_line(code), plugins=plugins,
+                )  # fmt: skip
             except trio.BrokenResourceError:
                 _log(f"startup failed: {code}")
             return 1

@@ -104,6 +104,21 @@ class AcpAgentCodec(AgentCodec):
             self._error(rid, -32601, "Method not found")
         return None
 
+    @staticmethod
+    def startup_error_reply(obj: Any, code: str, message: str) -> dict[str, Any] | None:
+        """The JSON-RPC error (-32603) answering request ``obj`` when the agent could not start, else ``None``.
+
+        ``message`` starts with the stable ``code``; ``data.code`` carries it alone.
+        """
+        if not isinstance(obj, dict) or not isinstance(obj.get("method"), str):
+            return None
+        rid = obj.get("id")
+        if rid is None or isinstance(rid, (dict, list, bool, float)):
+            return None  # a notification (or a malformed id) gets no response
+        text = f"{code}: {message}" if message and message != code else code
+        error = {"code": -32603, "message": text, "data": {"code": code}}
+        return {"jsonrpc": "2.0", "id": rid, "error": error}
+
     def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:
         """A ``session/request_permission`` for the running prompt's session, as ``(id, message)``.
 
