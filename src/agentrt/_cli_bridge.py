@@ -31,6 +31,7 @@ def bridge(argv: tuple[str, ...]) -> None:
     from ._bridge import parse_bridge_args, serve_bridge
     from ._plugins import get_plugins
     from ._startup_error import dialect_in_argv, report_startup_error
+    from ._why import mask_text
     from .agent._io import open_stdio
     from .errors import AgentrtError
 
@@ -40,7 +41,12 @@ def bridge(argv: tuple[str, ...]) -> None:
             args = parse_bridge_args(argv)
             return await serve_bridge(args, dict(os.environ), get_plugins(), source, sink)
         except AgentrtError as exc:
-            line = {"type": "result", "subtype": "startup_error", "is_error": True, "result": exc.code}
+            line: dict[str, object] = {
+                "type": "result", "subtype": "startup_error", "is_error": True, "result": exc.code,
+            }
+            if exc.detail:
+                # The host shows why (a path, a setting), not only the code; masked like any agent's words.
+                line["errors"] = [mask_text(exc.detail)]
             await report_startup_error(
                 dialect_in_argv(argv, "--to"), source, sink, exc.code, exc.detail, line=orjson.dumps(line) + b"\n"
             )

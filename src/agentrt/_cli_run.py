@@ -186,9 +186,10 @@ def run(
         store = plugins.thread_store(env)
         if store is None:
             fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
-    from ._env_hint import unpassed_warning
+    from ._env_hint import launch_warning
 
-    warning = unpassed_warning(env, launch.child_env(env))
+    configured = config.agents.get(resolved.name) if resolved.name else None
+    warning = launch_warning(env, launch, configured.preset if configured else None)
     if warning:
         click.echo(warning, err=True)
     sink = _StdoutSink(as_json)

@@ -34,7 +34,9 @@ def find_continuation(plugins: Any, env: Mapping[str, str], agent: str | None, c
 
     ``configured`` holds the names of the config's agents: the conversation's
     agent is reused only if it is still configured; otherwise its executable
-    and dialect are.  Errors: ``thread_store_unavailable``, ``no_conversation``.
+    and dialect are, for a conversation that had no named agent; one whose named
+    agent was removed is ``continued_agent_removed`` (its env is gone with it).
+    Errors: ``thread_store_unavailable``, ``no_conversation``, ``continued_agent_removed``.
     """
     import trio
 
@@ -57,6 +59,15 @@ def find_continuation(plugins: Any, env: Mapping[str, str], agent: str | None, c
     if row is None:
         who = f" of agent {agent!r}" if agent else ""
         raise AgentrtError("no_conversation", f"no recorded conversation{who} with a session to continue")
+    if agent is None and row["agent"] and row["agent"] not in configured:
+        # Its args and env (an API key, a base URL) went with it: running its executable
+        # bare would be another agent under the same name.
+        raise AgentrtError(
+            "continued_agent_removed",
+            f"the latest conversation was with agent {row['agent'][:64]!r}, which is no longer in the config "
+            f"file; add it again (agentrt agents add {row['agent'][:64]} ...), or pick an agent: "
+            f"agentrt run -a NAME --resume {row['session_id']}",
+        )
     reuse_agent = agent or (row["agent"] if row["agent"] in configured else None)
     return Continuation(
         conversation_id=row["id"],

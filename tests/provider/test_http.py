@@ -163,7 +163,9 @@ async def test_client_errors_are_not_retried(kit: Any, status: int) -> None:
         await provider.aclose()
     assert info.value.code == f"provider_http_{status}"
     assert "invalid_api_key" in info.value.detail  # the safe code from the body
-    assert "sk-abcdef" not in str(info.value)  # never the body itself
+    # An excerpt of the body's message says why, a key in it masked (never a secret).
+    assert info.value.detail.endswith("(invalid_api_key): your key **** is invalid")
+    assert "sk-abcdef" not in str(info.value)
     assert len(server.requests) == 1
 
 

@@ -80,11 +80,28 @@ def _round_key(session_id: str, identity: str, round_number: int) -> str:
     return f"agentrt-agent:{digest.hexdigest()}"
 
 
+_REASON_CHARS = 400
+
+
 def public_code(exc: BaseException, default: str = "provider_request_failed") -> str:
     """The stable code shown for a failure (never free text, never a secret)."""
     if isinstance(exc, AgentrtError) and _PUBLIC_CODE.fullmatch(exc.code):
         return exc.code
     return default
+
+
+def public_reason(exc: BaseException) -> str:
+    """Why a failure with a :func:`public_code` happened, for the turn's message (``""`` for anything else).
+
+    agentrt's own error details name endpoints as ``scheme://host:port``, statuses
+    and causes, never values; what a server said is masked again here, so no
+    secret shape (token, key, URL password) reaches the host.
+    """
+    if not isinstance(exc, AgentrtError) or not _PUBLIC_CODE.fullmatch(exc.code):
+        return ""
+    from .._why import mask_text
+
+    return mask_text(exc.detail)[:_REASON_CHARS]
 
 
 class TurnOutput(Protocol):

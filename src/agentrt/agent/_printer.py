@@ -97,5 +97,5 @@ class Printer:
             self._add(ToolUse(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {}))
         await self.flush()
 
-    async def failed(self, code: str) -> None:
-        await self.emit(TurnFailed(code=code))
+    async def failed(self, code: str, message: str = "") -> None:
+        await self.emit(TurnFailed(code=code, message=message))

@@ -36,7 +36,7 @@ from ..provider import Provider
 from ..tools import Tool
 from . import _config, _history
 from ._io import ByteSink, ByteSource, Oversized, read_lines
-from ._loop import public_code, run_turn
+from ._loop import public_code, public_reason, run_turn
 from ._printer import Printer
 
 __all__ = ["serve", "startup_error_line", "DOCUMENT_FALLBACK"]
@@ -47,9 +47,12 @@ _CLOSE_TIMEOUT = 5.0
 _READ_AHEAD = 256
 
 
-def startup_error_line(code: str) -> bytes:
-    """The one line printed when the agent cannot start."""
-    return encode_line({"type": "result", "subtype": "startup_error", "is_error": True, "result": code})
+def startup_error_line(code: str, message: str = "") -> bytes:
+    """The one line printed when the agent cannot start (``message``: why, in ``errors``)."""
+    line: dict[str, Any] = {"type": "result", "subtype": "startup_error", "is_error": True, "result": code}
+    if message:
+        line["errors"] = [message]
+    return encode_line(line)
 
 
 def _log(message: str) -> None:
@@ -252,19 +255,19 @@ async def _serve_lines(agent: Agent, source: ByteSource, printer: Printer) -> No
                 if isinstance(item, Shutdown):
                     break
                 if isinstance(item, AgentrtError):
-                    await printer.failed(public_code(item))
+                    await printer.failed(public_code(item), public_reason(item))
                     continue
                 with trio.CancelScope() as scope:
                     running.append(scope)
                     try:
                         await agent.handle(printer, item)
                     except AgentrtError as exc:
-                        await printer.failed(public_code(exc))
+                        await printer.failed(public_code(exc), public_reason(exc))
                     except trio.BrokenResourceError:
                         raise
                     except Exception as exc:  # a bug must cost one turn, not the session
                         _log(f"turn failed: {type(exc).__name__}")
-                        await printer.failed("agent_internal_error")
+                        await printer.failed("agent_internal_error", f"the agent failed: {type(exc).__name__}")
                     finally:
                         running.clear()
                 if scope.cancelled_caught:
@@ -290,11 +293,11 @@ async def serve(
             if not isinstance(exc, AgentrtError):
                 _log(f"startup failed: {type(exc).__name__}")
             code = public_code(exc, "agent_startup_failed")
-            reason = exc.detail if isinstance(exc, AgentrtError) else ""
+            reason = public_reason(exc)
             try:  # a JSON-RPC dialect (acp) answers its client's first request with the error instead
                 await report_startup_error(
                     dialect_in_argv(argv, "--dialect"), source, sink, code, reason,
-                    line=startup_error_line(code), plugins=plugins,
+                    line=startup_error_line(code, reason), plugins=plugins,
                 )  # fmt: skip
             except trio.BrokenResourceError:
                 _log(f"startup failed: {code}")

@@ -14,7 +14,9 @@ un-sent to the consumer.
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import ssl
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -25,6 +27,7 @@ import orjson
 import stamina
 import trio
 
+from agentrt.approval import mask_secrets
 from agentrt.errors import AgentrtError
 from agentrt.provider import ProviderChunk, ProviderRequest
 
@@ -37,6 +40,13 @@ __all__ = ["OpenAIProvider", "MAX_BODY_BYTES"]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 _ERROR_BODY_BYTES = 16 * 1024
+_EXCERPT_CHARS = 160  # of an error body's message, in a failure's detail
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A key prefix with anything after it, or a long word mixing letters and digits (a token).
+_KEYISH_RE = re.compile(
+    r"\b(?:sk|pk|rk|ak|key|tok)[-_][A-Za-z0-9_.-]{2,}"
+    r"|\b(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{24,}"
+)
 _DRAIN_BYTES = 64 * 1024  # what may follow [DONE] before we stop caring
 _DRAIN_SECONDS = 1.0  # read this much of an error body, to find a safe error code in it
 
@@ -65,6 +75,35 @@ def endpoint_origin(url: str) -> str:
     host = parsed.host if ":" not in parsed.host else f"[{parsed.host}]"
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     return f"{parsed.scheme}://{host}:{port}"
+
+
+def _excerpt(text: str) -> str:
+    """The first :data:`_EXCERPT_CHARS` characters of ``text`` on one line, control characters escaped."""
+    flat = " ".join(text.split())
+    cut = flat[:_EXCERPT_CHARS] + ("…" if len(flat) > _EXCERPT_CHARS else "")
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", cut)
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """Why a connection failed: the exception's class and the operating system's words for it.
+
+    The ``errno`` sits a few links down the cause chain, inside the group of
+    attempts trio makes (``Connection refused``, ``Name or service not known``).
+    """
+    seen: BaseException | None = exc
+    for _ in range(12):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno is not None:
+            words = os.strerror(seen.errno)
+            return f"{type(exc).__name__}: {_excerpt(words).lower()}"
+        group = getattr(seen, "exceptions", None)
+        if isinstance(group, tuple) and group and isinstance(group[0], BaseException):
+            seen = group[0]
+        else:
+            seen = seen.__cause__ or seen.__context__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {_excerpt(text)}" if text else type(exc).__name__
 
 
 def _is_tls_failure(exc: BaseException) -> bool:
@@ -297,7 +336,7 @@ class OpenAIProvider:
                     "provider_tls_failed",
                     f"the TLS certificate of {endpoint_origin(self.config.endpoint)} could not be verified",
                 ) from None
-            raise _ConnectFailure(type(exc).__name__) from None
+            raise _ConnectFailure(_connect_reason(exc)) from None
         status = response.status_code
         if 200 <= status < 300:
             return response
@@ -309,9 +348,11 @@ class OpenAIProvider:
                     " (redirects are not followed)",
                 )
             detail = f"the provider at {endpoint_origin(self.config.endpoint)} answered HTTP {status}"
-            code = await self._error_code(response)
+            code, excerpt = await self._error_code(response)
             if code:
                 detail += f" ({code})"
+            if excerpt:
+                detail += f": {self._mask(excerpt)}"
             if status in RETRYABLE_STATUSES:
                 raise _RetryableStatus(status, retry_after_seconds(response.headers), detail)
             raise AgentrtError(f"provider_http_{status}", detail)
@@ -319,21 +360,36 @@ class OpenAIProvider:
             with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await response.aclose()
 
-    async def _error_code(self, response: httpx.Response) -> str:
-        """A safe error code from the first bytes of an error body (the body itself is never repeated)."""
+    async def _error_code(self, response: httpx.Response) -> tuple[str, str]:
+        """A safe error code and a short excerpt of the error body's message (unmasked: see :meth:`_mask`)."""
         head = b""
         try:
             with trio.move_on_after(1):
                 async for chunk in response.aiter_bytes():
                     head += chunk
                     if len(head) >= _ERROR_BODY_BYTES:
-                        return ""  # too big to be a small JSON error: not worth parsing
+                        break  # enough to say what the server said
         except httpx.HTTPError:
-            return ""
+            pass
         try:
             obj = orjson.loads(head)
         except orjson.JSONDecodeError:
-            return ""
+            return "", _excerpt(head.decode("utf-8", "replace"))
         if isinstance(obj, dict):
-            return _public_code(obj.get("error"))
-        return ""
+            error = obj.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            if not isinstance(message, str):
+                message = obj.get("message") if isinstance(obj.get("message"), str) else obj.get("detail")
+            return _public_code(error), _excerpt(message) if isinstance(message, str) else ""
+        return "", ""
+
+    def _mask(self, text: str) -> str:
+        """``text`` without the token and without anything shaped like a secret.
+
+        Stricter than :func:`agentrt.approval.mask_secrets` alone: a server
+        quoting a key back (``your key sk-ab… is invalid``) may cut it short, and
+        a long opaque word is taken for a credential.
+        """
+        if self.config.token and len(self.config.token) >= 4:
+            text = text.replace(self.config.token, "****")
+        return _KEYISH_RE.sub("****", mask_secrets(text))
