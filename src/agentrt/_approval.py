@@ -22,7 +22,6 @@ mode allow it.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -33,6 +32,7 @@ import trio
 from ._approval_rules import Rule, case_warnings, command_argument, parse_rule
 from ._approval_show import always_key, always_scope, input_fields, input_summary, tool_label, tool_name
 from .display import SHOW_LIMIT, escape_text, wrap_lines
+from .masking import mask_secrets
 from .permissions import PermissionDecision, PermissionRequest
 
 __all__ = [
@@ -57,23 +57,6 @@ Mode = Literal["deny", "ask", "allow"]
 #: Default seconds an ``ask`` waits for a person before it denies.  The
 #: conversation denies by itself after 60 s, so an ask must end before that.
 ASK_TIMEOUT = 50.0
-_SECRETS = (
-    # First: "Authorization: Bearer X" must mask X, not the word Bearer.
-    re.compile(r"(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})"),
-    # key=value / "key": "value" where the key looks secret
-    re.compile(r"(?i)((?:token|secret|passw(?:or)?d|api[_-]?key|auth|credential|cookie)[A-Za-z0-9_-]*"
-               r"[\"']?\s*[:=]\s*[\"']?)(?!\*\*\*\*)([^\s\"'&,;]+)"),
-    re.compile(r"()\b((?:sk|pk|rk)-[A-Za-z0-9_-]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}"
-               r"|github_pat_[A-Za-z0-9_]{8,}|glpat-[A-Za-z0-9_-]{8,}|AKIA[A-Z0-9]{12,})"),
-    re.compile(r"(?i)(https?://)([^/@\s:]+:[^/@\s]+)(?=@)"),
-)
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with secret-looking values (``token=…``, bearer tokens, API keys, URL passwords) as ``****``."""
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: f"{m.group(1)}****", text)
-    return text
 
 
 @attrs.frozen(kw_only=True)
@@ -266,7 +249,7 @@ class ApprovalPolicy:
             self._notify(note)
             return "deny", "no_terminal", f"agentrt: {note}"
         fields = input_fields(tool_input)
-        size = sum(len(escape_text(field)) for field in fields)
+        size = sum(len(escape_text(field)) for field in fields) + len(escape_text(request.tool_name))
         if size > SHOW_LIMIT:
             note = (f"{label} denied: its input is {size} characters, more than the {SHOW_LIMIT} a question "
                     "shows whole")

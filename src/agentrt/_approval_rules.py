@@ -33,10 +33,11 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import attrs
 
-from ._shellwords import plain_command, printable, simple_commands
+from ._shellwords import Pattern, plain_command, printable, simple_commands
 
 __all__ = [
     "KNOWN_TOOLS", "Match", "Rule", "argument_field", "case_warnings", "command_argument", "parse_rule",
@@ -56,7 +57,8 @@ KNOWN_TOOLS = (
 _RULE_RE = re.compile(r"([A-Za-z0-9_.:*-]{1,128})(?:\(([^\x00-\x1f\x7f]{0,512})\))?")
 # Programs that run the rest of their words as a command (stripped before a deny rule compares).
 _WRAPPERS = frozenset({"command", "builtin", "exec", "env", "nice", "nohup", "time", "timeout", "sudo", "doas",
-                       "stdbuf", "setsid", "noglob", "nocorrect", "-", "xargs", "ionice", "chrt", "taskset"})
+                       "stdbuf", "setsid", "noglob", "nocorrect", "-", "xargs", "ionice", "chrt", "taskset",
+                       "coproc", "pkexec", "runuser", "sched"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "yash", "ash", "fish", "csh", "tcsh", "busybox"})
 _SOURCES = frozenset({"source", ".", "eval"})
 # Programs that may run a program named anywhere in their arguments.
@@ -64,6 +66,8 @@ _RUNNERS = _WRAPPERS | _SHELLS | _SOURCES | frozenset({
     "find", "parallel", "watch", "su", "script", "flock", "chroot", "unshare", "nsenter", "strace", "ltrace",
     "ssh", "awk", "gawk", "mawk", "nawk", "perl", "python", "ruby", "node", "nodejs", "deno", "bun", "php", "lua",
     "tclsh", "expect", "git", "npx", "uvx", "pipx", "make", "vim", "vi", "nvim", "emacs",
+    # Builtins that keep a command for later: the alias, hashed path, trap or completion runs it.
+    "alias", "hash", "trap", "complete", "compctl", "bind", "fc", "zargs", "autoload",
 })
 _TOKEN = re.compile(r"[A-Za-z0-9_.+/-]+")
 _DEPTH = 4
@@ -192,8 +196,8 @@ def _deny_words(rule: Rule, words: Sequence[str | None], text: str, depth: int) 
     while True:  # the command itself, then what each wrapper (sudo, env, nice, …) runs
         if not rest:
             return "no"
-        if rest[0] is None:
-            return "maybe"  # the program is an expansion: it could be any program
+        if rest[0] is None or isinstance(rest[0], Pattern):
+            return "maybe"  # the program is an expansion or a glob: it could be any program
         if wanted and "/" not in wanted[0]:
             rest[0] = _base(rest[0])
         if _words_match(wanted, rule.prefix, [_norm_word(w) for w in rest]):
@@ -284,16 +288,42 @@ def _path_match(rule: Rule, value: str, allowing: bool) -> Match:
 
 def _url_match(rule: Rule, value: str, allowing: bool) -> Match:
     wanted = rule.argument or ""
-    if allowing and not printable(value):
-        return "no"
     if not allowing:
-        value, wanted = value.strip().lower(), wanted.lower()
+        return _url_deny(wanted, rule.prefix, value)
+    if not printable(value):
+        return "no"
     if value == wanted:
         return "yes"
     if not rule.prefix or not value.startswith(wanted):
         return "no"
     boundary = wanted.endswith(("/", "?", "#")) or value[len(wanted)] in "/?#"
     return "yes" if boundary else "no"
+
+
+def _url_parts(url: str) -> tuple[str, str, str]:
+    """Scheme, host (lowercased, no user, port or trailing dot) and path of ``url``, leniently."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").rstrip(".")
+    return parts.scheme.lower(), host, parts.path or "/"
+
+
+def _url_deny(wanted: str, prefix: bool, value: str) -> Match:
+    try:
+        _, host, path = _url_parts(value)  # the scheme aside: http and https name the same resource here
+        _, want_host, want_path = _url_parts(wanted)
+    except ValueError:
+        return "maybe"  # not a URL the rule can read: it cannot rule it out
+    if not want_host:
+        return "yes" if value.strip().lower() == wanted.lower() else "no"
+    if not host:
+        return "maybe"
+    same_host = host == want_host or host.endswith("." + want_host)  # and its subdomains
+    if not same_host:
+        return "no"
+    path, want_path = _norm_path(path).lower(), _norm_path(want_path).lower()
+    if prefix:
+        return "yes" if _under(path, want_path) else "no"
+    return "yes" if path == want_path else "no"
 
 
 def parse_rule(pattern: str) -> Rule:

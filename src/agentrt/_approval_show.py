@@ -123,10 +123,16 @@ def input_summary(tool_input: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> 
 
 
 def always_key(name: str, tool_input: Mapping[str, Any]) -> tuple[str, str]:
-    """What an "always" answer is remembered by: the tool and its argument, else its whole input (canonical)."""
+    """What an "always" answer is remembered by.
+
+    A path tool: the tool and its path (any content).  Any other tool: the
+    tool and its whole input as canonical JSON, its ``description`` and
+    ``timeout`` aside (a command with other options, such as
+    ``run_in_background`` or a sandbox switch, is another request).
+    """
     found = tool_argument(tool_input)
-    if found is not None:
-        return name, orjson.dumps([found[0], found[1]]).decode()
+    if found is not None and found[0] == "path":
+        return name, orjson.dumps(["path", found[1]]).decode()
     rest = {k: v for k, v in tool_input.items() if k not in _DESCRIPTIVE}
     try:
         canonical = orjson.dumps(rest, option=orjson.OPT_SORT_KEYS, default=str).decode()
@@ -137,9 +143,11 @@ def always_key(name: str, tool_input: Mapping[str, Any]) -> tuple[str, str]:
 
 def always_scope(name: str, tool_input: Mapping[str, Any]) -> str:
     """What "always" will cover, in words: ``Bash with exactly this command``."""
-    found = tool_argument(tool_input)
+    found = argument_field(tool_input)
     what = {"command": "exactly this command", "path": "exactly this path (any content)",
             "url": "exactly this URL", "argv": "exactly these words"}
     if found is None:
         return f"{tool_name(name)} with exactly this input"
-    return f"{tool_name(name)} with {what[found[0]]}"
+    key, kind, _ = found
+    others = kind != "path" and any(k != key and k not in _DESCRIPTIVE for k in tool_input)
+    return f"{tool_name(name)} with {what[kind]}" + (" and the same options" if others else "")

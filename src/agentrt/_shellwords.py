@@ -31,7 +31,7 @@ import attrs
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-__all__ = ["MAX_PARSE", "ShellCommands", "plain_command", "printable", "simple_commands"]
+__all__ = ["MAX_PARSE", "Pattern", "ShellCommands", "plain_command", "printable", "simple_commands"]
 
 #: Longer texts are not parsed: an allow rule never matches them, a deny rule is unsure.
 MAX_PARSE = 1 << 20
@@ -43,6 +43,12 @@ _UNSAFE_IN_DOUBLE = frozenset("$`\\!")
 # paragraph separators, surrogates, private use, unassigned.
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 _SKIPPED = frozenset({"variable_assignment", "file_redirect", "heredoc_redirect", "herestring_redirect"})
+# Unquoted, these make a word a pattern the shell expands (globs, braces, zsh's extended globs).
+_PATTERN_CHARS = frozenset("*?[]{}~^#<>")
+
+
+class Pattern(str):
+    """A word the shell expands before it runs (``r?``, ``{rm,x}``, ``/bin/r[m]``): its text, unexpanded."""
 
 
 def printable(text: str) -> bool:
@@ -174,6 +180,8 @@ def _loose_word(node: Node) -> str | None:
     kind = node.type
     raw = _text(node)
     if kind in ("word", "number"):
+        if set(raw) & _PATTERN_CHARS:
+            return Pattern(raw)
         if "\\" not in raw:
             return raw
         out: list[str] = []
@@ -189,5 +197,8 @@ def _loose_word(node: Node) -> str | None:
         return raw[1:-1].replace('\\"', '"').replace("\\\\", "\\").replace("\\$", "$").replace("\\`", "`")
     if kind == "concatenation":
         pieces = [_loose_word(c) for c in node.children]
-        return None if any(p is None for p in pieces) else "".join(p or "" for p in pieces)
+        if any(p is None for p in pieces):
+            return None
+        joined = "".join(p or "" for p in pieces)
+        return Pattern(joined) if any(isinstance(p, Pattern) for p in pieces) else joined
     return None

@@ -208,3 +208,42 @@ async def test_always_covers_the_same_input_of_a_tool_without_an_argument() -> N
     assert len(prompts) == 2
     [first, _] = prompts
     assert "a always: mcp__db__query with exactly this input" in question(first, 200)
+
+
+# -- found by the red-team pass --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "{rm,-rf,x}", "r{m,} x", "/bin/r? x", "r[m] x", "alias x=rm", "trap 'rm x' EXIT", "hash -p /bin/rm x",
+])
+def test_a_program_named_by_a_pattern_or_kept_for_later_leaves_a_deny_rule_unsure(command: str) -> None:
+    assert parse_rule("Bash(rm:*)").match("Bash", {"command": command}, allowing=False) == "maybe"
+
+
+@pytest.mark.parametrize("url", [
+    "https://evil.example:443/", "https://user@EVIL.example./a", "http://evil.example/", "https://a.evil.example/",
+])
+def test_a_url_deny_rule_reads_the_host(url: str) -> None:
+    assert parse_rule("WebFetch(https://evil.example:*)").match("WebFetch", {"url": url}, allowing=False) == "yes"
+    assert parse_rule("WebFetch(https://evil.example:*)").match(
+        "WebFetch", {"url": "https://evil.example.org/"}, allowing=False) == "no"
+
+
+async def test_always_for_a_command_does_not_cover_it_with_other_options() -> None:
+    answers = iter(["always", "deny"])
+
+    async def asker(prompt: ApprovalPrompt) -> Any:
+        return next(answers)
+
+    policy = ApprovalPolicy(Ruleset.build(default_mode="ask"), asker=asker)
+
+    async def ask(tool_input: dict[str, Any]) -> bool:
+        return (await policy(PermissionRequest(tool_name="Bash", input=tool_input, request_id="r"))).allow
+
+    assert await ask({"command": "make", "description": "build"})
+    assert await ask({"command": "make", "description": "build again", "timeout": 5})
+    assert not await ask({"command": "make", "dangerouslyDisableSandbox": True})
+
+
+async def test_a_tool_name_too_long_to_show_is_denied_too() -> None:
+    prompts, decision = await _asked("x" * (SHOW_LIMIT + 1), {})
+    assert prompts == [] and "more than the 8192 a question shows whole" in decision.message
