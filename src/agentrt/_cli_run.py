@@ -158,6 +158,12 @@ def run(
 
     env = dict(os.environ)
     prompt = _read_prompt(prompt)
+    from ._mismatch import first_output_timeout
+
+    try:
+        first_output_timeout(env)  # a bad AGENTRT_FIRST_OUTPUT_TIMEOUT is a usage error: nothing spawned
+    except AgentrtError as exc:
+        fail(exc.code, exc.detail)
     config = load_config_for_cli(env)
     if resume is not None and not is_valid_session_id(resume):
         fail("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")

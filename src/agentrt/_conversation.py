@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import trio
 
@@ -38,6 +38,8 @@ from ._exceptions import collapse_single_group
 from ._fanout import MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
 from ._live import LiveProcess
+from ._mismatch import ProtocolProbe
+from ._mismatch import first_output_timeout as _first_output_from_env
 from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
 from ._turn_rules import TurnRules
@@ -102,6 +104,7 @@ class Conversation(_ProcessManagement):
         conversation_id: str,
         resume: str | None,
         term_grace: float | None = None,
+        first_output: float | None = None,
     ) -> None:
         self.id = conversation_id
         self.launch = launch
@@ -114,6 +117,10 @@ class Conversation(_ProcessManagement):
         self._parent_env = parent_env
         self._resume = resume
         self._term_grace = term_grace
+        self._first_output = first_output
+        # Each process's output until its dialect recognises a line (agentrt._mismatch).
+        self._probe: ProtocolProbe | None = None
+        self._recognised: trio.Event | None = None
         self._codec: HostCodec = dialect.host_codec()
         self._rules = TurnRules(model=launch.model)
         self._proc: AgentProcess | None = None
@@ -214,6 +221,16 @@ class Conversation(_ProcessManagement):
     # -- turn rules and fan-out ---------------------------------------------
     async def _dispatch(self, events: Sequence[Event]) -> None:
         state = self._turn
+        probe = self._probe
+        if probe is not None and probe.armed and self._rules.inputs and state is not None and state.progress.live:
+            found = probe.look(events)
+            if not probe.armed and self._recognised is not None:
+                self._recognised.set()
+            if found is not None:
+                # Another dialect's output ends the turn right there: this process will never answer in ours.
+                at, failure = found
+                events = [*events[: at + 1], failure, *events[at + 1 :]]
+                self._nursery.start_soon(self._stop_process)
         out, for_turn, controls = self._rules.apply(events)
         if self._internal_events:
             # A new list: `out` may be the very list handed to the turn's consumer.
@@ -270,6 +287,7 @@ class Conversation(_ProcessManagement):
                 self._rules.input_sent()
                 state.proc = proc
                 await proc.send(data)  # the one write attempt of this send
+                self._watch_first_output(state, proc)
             except AgentrtError as exc:
                 await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
             return state
@@ -301,6 +319,7 @@ async def open_conversation(
     permission_policy: PermissionPolicy | None = None,
     dialect: Dialect | None = None,
     term_grace: float | None = None,
+    first_output_timeout: float | Literal["env"] | None = "env",
 ) -> AsyncIterator[Conversation]:
     """Open a conversation with the agent CLI that ``launch`` names.
 
@@ -309,7 +328,10 @@ async def open_conversation(
     errors (``spawn_failed``) are raised on entry.  If the process exits, the
     next send starts a new one, resuming the native session when the agent
     reported a valid id.  ``term_grace`` overrides how long a stopping agent
-    has between SIGTERM and SIGKILL.  Leaving the block (normally, by
+    has between SIGTERM and SIGKILL.  ``first_output_timeout`` bounds how long
+    a new process has after the prompt to write a line its dialect recognises
+    before the turn fails ``protocol_mismatch`` (``None``: no bound; by
+    default ``AGENTRT_FIRST_OUTPUT_TIMEOUT`` of ``parent_env``, else 20 s).  Leaving the block (normally, by
     exception or by cancellation of the caller's scope) stops the agent and
     flushes the sinks, shielded and bounded.
 
@@ -324,6 +346,7 @@ async def open_conversation(
         launch = LaunchSpec.from_env(env)
     if resume is not None and not is_valid_session_id(resume):
         raise AgentrtError("invalid_resume_session_id", "resume id must match [A-Za-z0-9._:-]{1,256}")
+    first_output = _first_output_from_env(env) if first_output_timeout == "env" else first_output_timeout
     if plugins is None and (dialect is None or permission_policy is None):
         from ._plugins import get_plugins
 
@@ -348,6 +371,7 @@ async def open_conversation(
                 conversation_id=conversation_id or str(uuid.uuid4()),
                 resume=resume,
                 term_grace=term_grace,
+                first_output=first_output,
             )
             for sink in sinks:
                 await conv.attach(sink)

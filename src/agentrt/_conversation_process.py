@@ -18,6 +18,7 @@ import trio
 from . import _watch
 from ._launch import LaunchSpec
 from ._live import LiveProcess
+from ._mismatch import ProtocolProbe
 from ._process import AgentProcess, ExitStatus, open_process
 from ._pump import Pump, PumpResult, pump_events
 from ._turn_rules import TurnRules, exit_how
@@ -58,6 +59,9 @@ class _ProcessManagement:
     _turns: int
     _stopping: bool
     _stop_lock: trio.Lock | None
+    _first_output: float | None
+    _probe: ProtocolProbe | None
+    _recognised: trio.Event | None
 
     if TYPE_CHECKING:
 
@@ -93,6 +97,8 @@ class _ProcessManagement:
             # A new process speaks a new stream: fresh codec and framing state.
             self._codec = self.dialect.host_codec()
         self._codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
+        self._probe = ProtocolProbe(self.launch.protocol, self.launch.executable, self._first_output)
+        self._recognised = None
         if _watch.AVAILABLE:
             return await self._start_live(spec)
         proc: AgentProcess = await self._nursery.start(self._run_process, spec)
@@ -140,6 +146,42 @@ class _ProcessManagement:
                 await proc.stop()
                 with trio.move_on_after(_PUMP_DRAIN_TIMEOUT):
                     await done.wait()
+
+    def _watch_first_output(self, state: TurnState, proc: AgentProcess) -> None:
+        """After the first prompt to a process, bound the wait for a line its dialect recognises."""
+        probe = self._probe
+        if probe is None or not probe.armed or probe.bound is None or self._recognised is not None:
+            return
+        self._recognised = recognised = trio.Event()
+        if not _watch.AVAILABLE:
+            self._nursery.start_soon(self._first_output_task, state, proc, probe, recognised)
+            return
+
+        def due() -> None:
+            # A timer of the run's one watcher: no task waits while the output is fine.
+            if self._first_output_missing(state, proc, probe):
+                self._nursery.start_soon(self._first_output_failed, state, proc, probe)
+
+        _watch.current_watcher().call_later(probe.bound, due)
+
+    def _first_output_missing(self, state: TurnState, proc: AgentProcess, probe: ProtocolProbe) -> bool:
+        return probe.armed and state.progress.live and state.proc is proc and not proc.exited.is_set()
+
+    async def _first_output_task(
+        self, state: TurnState, proc: AgentProcess, probe: ProtocolProbe, recognised: trio.Event
+    ) -> None:
+        assert probe.bound is not None
+        with trio.move_on_after(probe.bound):
+            await recognised.wait()
+        if self._first_output_missing(state, proc, probe):
+            await self._first_output_failed(state, proc, probe)
+
+    async def _first_output_failed(self, state: TurnState, proc: AgentProcess, probe: ProtocolProbe) -> None:
+        if not self._first_output_missing(state, proc, probe):
+            return  # recognised (or ended) in the meantime
+        failure = probe.silent()
+        await self._dispatch(self._rules.fail_current(failure.code, failure.message))
+        await self._stop_process()
 
     # -- the read loop -----------------------------------------------------
     async def _read(self, proc: AgentProcess) -> None:
