@@ -178,3 +178,34 @@ def test_partial_messages_and_preset_keys_are_checked_and_reach_the_launch(tmp_p
         with pytest.raises(AgentrtError) as caught:
             parse_config(text.replace('preset = "claude-code"\n', "") + bad + "\n", path, {})
         assert caught.value.code == "config_invalid" and f"agents.c.{key} must be" in caught.value.detail
+
+
+def test_the_config_example_of_the_docs_runs_claude_code_and_its_rules_decide(tmp_path: Path) -> None:
+    """docs/agents.md's first example, as printed (claude on PATH); only the env points at the fake API."""
+    if not (PEERS_BIN / "claude").exists():
+        if os.environ.get("CI"):
+            pytest.fail(".peers/ (npm ci) is required in CI")
+        pytest.skip("Claude Code is not installed (`npm ci` in .peers/)")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    example = docs.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "config.toml").write_text(example)
+    (tmp_path / "home").mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep.txt").write_text("kept")
+    # Claude Code runs read-only commands (git status) without asking: an rm is asked about, and denied.
+    with serve_fake_anthropic(tool_command="rm keep.txt") as api:
+        env = {"ANTHROPIC_API_KEY": "sk-test-not-a-secret", "ANTHROPIC_BASE_URL": api.url,
+               "HOME": str(tmp_path / "home"), "DISABLE_TELEMETRY": "1"}
+        proc = subprocess.run(
+            [AGENTRT, "run", "--json", "what changed?"],
+            env={"PATH": f"{PEERS_BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "AWP_AGENT_CLI_ENV_JSON": json.dumps(env),
+                 "AGENTRT_CONFIG": str(tmp_path / "config.toml"), "AGENTRT_DATABASE_URL": f"sqlite://{tmp_path}/a.db"},
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert {r["model"] for r in api.requests} == {"claude-sonnet-4-5"}
+    logs = cli(tmp_path, "logs", "--approvals", "--json", "-n", "0")
+    [row] = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert (row["decision"], row["by"], row["agent"]) == ("deny", "rule:config deny Bash(rm:*)", "claude")
+    assert (work / "keep.txt").read_text() == "kept"
+    assert [r.get("is_error") for r in api.tool_results] == [True]
