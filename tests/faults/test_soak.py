@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from agentrt import open_conversation
+from agentrt import _watch, open_conversation
 from agentrt.events import Diagnostic, TurnCompleted
 
 from ._harness import (
@@ -151,3 +151,17 @@ def test_behaviours_cover_the_issue() -> None:
     """The soak's agents misbehave in every way the issue names."""
     scripts = {action.partition(":")[0] for script in BEHAVIOURS.values() for action in script}
     assert {"flood", "hang", "grandchild", "exit", "surrogate"} <= scripts
+
+
+async def test_the_descriptor_count_leaves_out_the_watcher_and_still_sees_a_leak() -> None:
+    """The run's child watcher (one epoll, started at the first spawn) is not a leak; anything else is."""
+    before = open_fds()
+    _watch.current_watcher()  # what the run's first spawn starts; it lives until the run ends
+    assert open_fds() == before
+    read_end, write_end = os.pipe()
+    try:
+        assert open_fds() == before + 2
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert open_fds() == before
