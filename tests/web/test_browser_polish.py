@@ -133,8 +133,9 @@ def test_tool_steps_close_with_the_turn_under_their_own_label(
     page.wait_for_selector("text=Nothing to commit.")
     page.wait_for_selector(".msg.assistant:not(.streaming)")
     steps = last_assistant(page).locator(".steps li")
-    # Announced before its input, then relabelled once the input came: one step, the tool's label.
-    assert steps.all_inner_texts() == ["Running: git status --short"]
+    # Announced before its input, then relabelled once the input came: one step, the tool's label
+    # (closed, it reads what it was about and how it ended).
+    assert steps.all_inner_texts() == ["git status --short — done"]
     # No result ever came, and the turn ended: the step is closed, not left spinning.
     assert steps.first.get_attribute("class") == "step done"
     assert page.locator(".steps li.running").count() == 0
@@ -269,7 +270,8 @@ def test_pictures_for_the_manual(tmp_path: Path, agent: Path, server_factory: An
     say(page, "Why does the CI job fail on Python 3.12?")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply pre")
     steps = last_assistant(page).locator(".steps li")
-    assert steps.all_inner_texts() == ["Running: pytest -q tests/billing", "Reading dates.py", "Searching code"]
+    assert steps.all_inner_texts() == ["pytest -q tests/billing — done", "Reading dates.py — done",
+                                       "Searching code — done"]
     assert last_assistant(page).locator(".steps li.done").count() == 3
     assert page.locator("#agent-info").inner_text().split() == ["my-agent", "claude-sonnet-4-5"]
     titles = page.locator("#thread-list .title").all_inner_texts()

@@ -195,7 +195,26 @@ def test_status_labels() -> None:
     retry = Status(kind="api_retry", label="API error 529, retrying (attempt 2 of 10)")
     assert _status_label(retry) == "Retrying: API error 529, retrying (attempt 2 of 10)"
     assert _status_label(Status(kind="rate_limit", label="rate_limited")) == "Rate limited; waiting"
-    assert _status_label(Status(kind="permission_denied", label="x" * 300)) == "x" * 120
+    long = "Permission denied: " + "x" * 300
+    assert _status_label(Status(kind="permission_denied", label=long)) == long[:120]
+    # Protocol words never reach the page: known ones in words, others not at all.
+    assert _status_label(Status(kind="status", label="requesting")) == "Waiting for the model"
+    assert _status_label(Status(kind="status", label="compacting")) == "Compacting the conversation"
+    assert _status_label(Status(kind="status", label="")) == ""
+    assert _status_label(Status(kind="tool_call_update", label="in_progress")) == ""
+    assert _status_label(Status(kind="api_error", label="server_error")) == "The API answered with an error"
+    assert _status_label(Status(kind="mode", label="plan")) == "Mode: plan"
+    assert _status_label(Status(kind="tool_call_update", label="Reading notes.md")) == "Reading notes.md"
+
+
+def test_step_text_reads_running_then_how_the_step_ended() -> None:
+    from agentrt_web._websink import step_text
+
+    running = {"label": "Running: git status", "subject": "git status", "state": "running"}
+    assert step_text(running) == "Running: git status"
+    assert step_text({**running, "state": "done"}) == "git status — done"
+    assert step_text({**running, "state": "error"}) == "git status — failed"
+    assert step_text({"label": "Editing app.py", "state": "stopped"}) == "Editing app.py — stopped"
 
 
 class _PlainStore:

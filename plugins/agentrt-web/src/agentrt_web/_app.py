@@ -35,6 +35,7 @@ from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
 from ._security import SecurityMiddleware, Sessions, Throttle
 from ._sse import SSEResponse
+from ._websink import step_text
 
 __all__ = ["WebState", "build_app"]
 
@@ -75,6 +76,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
     env.globals["relative_time"] = relative_time
     env.globals["until"] = until
     env.filters["markdown"] = render_markdown
+    env.globals["step_text"] = step_text
 
     async def page(name: str, context: dict[str, Any], status_code: int = 200) -> Response:
         # Rendering a long thread (Markdown of every turn) is CPU work: keep it off the trio thread.

@@ -9,6 +9,7 @@ at a bounded rate.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +35,7 @@ from agentrt.labels import tool_label
 from ._hub import Hub, sse_frame
 from ._render import render_markdown, utf16_len
 
-__all__ = ["WebSink", "LiveState", "frame_interval"]
+__all__ = ["WebSink", "LiveState", "frame_interval", "step_text"]
 
 #: At most one text frame per this interval while a reply streams (a display refresh):
 #: text arriving meanwhile is held and sent as one, so pages cost the same whatever the
@@ -135,7 +136,9 @@ class WebSink:
             elif cls is Status:
                 label = _status_label(ev)
                 live.status = label
-                out.append({"k": "status", "kind": ev.kind, "label": label})  # type: ignore[attr-defined]
+                # A progress word of the agent's (waiting for the model) gives way to what comes next.
+                out.append({"k": "status", "kind": ev.kind, "label": label,  # type: ignore[attr-defined]
+                            "transient": ev.kind == "status"})  # type: ignore[attr-defined]
             elif cls is TurnCompleted or cls is TurnFailed:
                 out.append(await self._terminal(ev, batch))
             elif cls is SessionStarted:
@@ -167,11 +170,12 @@ class WebSink:
         # A streaming dialect reports a call twice (at its start, then with its input): one step,
         # relabelled.  The label is the dialect's bounded summary, else the runtime's own.
         label = ev.summary or tool_label(ev.name, ev.input)
+        subject = _subject(label)
         for step in self.live.steps:
             if step["id"] == ev.id and ev.id:
-                step["label"] = label
+                step["label"], step["subject"] = label, subject
                 return step
-        step = {"id": ev.id, "label": label, "state": "running"}
+        step = {"id": ev.id, "label": label, "subject": subject, "state": "running"}
         self.live.steps.append(step)
         return step
 
@@ -257,11 +261,45 @@ class WebSink:
         """Nothing to flush: browsers reload state from the server."""
 
 
+#: A step's words once it has ended (the page shows ``<subject> — <word>``).
+STEP_WORDS = {"done": "done", "error": "failed", "stopped": "stopped"}
+#: Progress words agents send as they are (Claude Code's ``system/status``), in words for a person.
+_STATUS_WORDS = {"requesting": "Waiting for the model", "compacting": "Compacting the conversation"}
+#: What the page shows for a status of these kinds, whatever its (machine) label says.
+_STATUS_KINDS = {"api_error": "The API answered with an error"}
+_MACHINE_WORD = re.compile(r"[a-z0-9]+(?:[_.-][a-z0-9]+)*")
+
+
+def _subject(label: str) -> str:
+    """What a step is about, without the verb of a running step (``Running: git status`` → ``git status``)."""
+    for verb in ("Running: ", "Running "):
+        if label.startswith(verb) and len(label) > len(verb):
+            return label[len(verb):]
+    return label
+
+
+def step_text(step: Mapping[str, Any]) -> str:
+    """A step as the page reads it: its label while it runs (``Running: git status``), then ``git status — done``."""
+    word = STEP_WORDS.get(str(step.get("state")))
+    if word is None:
+        return str(step.get("label", ""))
+    return f"{step.get('subject') or _subject(str(step.get('label', '')))} — {word}"
+
+
 def _status_label(ev: Any) -> str:
+    """The status line for ``ev`` in words for a person: never a raw protocol word (``requesting``, ``in_progress``)."""
     kind = ev.kind
     if kind == "rate_limit":
         resets = ev.detail.get("resetsAt") if isinstance(ev.detail, Mapping) else None
         return f"Rate limited{f' (resets at {resets})' if isinstance(resets, (int, str)) else ''}; waiting"
     if "retry" in str(kind) or "retry" in str(ev.label).lower():
         return f"Retrying: {ev.label}" if ev.label else "Retrying"
-    return str(ev.label or kind)[:120]
+    if kind in _STATUS_KINDS:
+        return _STATUS_KINDS[kind]
+    label = str(ev.label or "").strip()
+    if kind == "mode" and label:
+        return f"Mode: {label}"[:120]
+    if not label or _MACHINE_WORD.fullmatch(label):
+        # A bare protocol word is shown only when it has words for a person; else nothing.
+        return _STATUS_WORDS.get(label, "")
+    return label[:120]

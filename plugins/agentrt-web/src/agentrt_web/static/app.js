@@ -124,6 +124,15 @@
     if (tail.parentNode !== host || tail !== host.lastChild) host.appendChild(tail);
   }
 
+  // A tool step reads its label while it runs ("Running: git status"), then what it was about and how
+  // it ended ("git status — done", "— failed", "— stopped"); the mark before it is the CSS's.
+  const STEP_WORDS = { done: "done", error: "failed", stopped: "stopped" };
+  function drawStep(li, state) {
+    li.className = "step " + state;
+    const word = STEP_WORDS[state];
+    li.textContent = word ? (li.dataset.subject || li.dataset.label || "") + " — " + word : (li.dataset.label || "");
+  }
+
   function initChat() {
     const thread = document.body.dataset.thread;
     if (!thread) return;
@@ -151,9 +160,15 @@
       if (stick) messages.scrollTop = messages.scrollHeight;
     }
 
+    // While a turn runs the composer queues: Enter (or Send) adds the message to a queue shown under
+    // the reply, and each is sent, in order, when the turn before it ends.  The queue lives in the page.
+    const queue = [];
+    let sending = null;
+    const isBusy = () => document.body.classList.contains("busy");
+
     function busy(on) {
       stopBtn.hidden = !on;
-      sendBtn.disabled = on;
+      sendBtn.title = on ? "Queue this message: it is sent when the reply ends" : "Send";
       document.body.classList.toggle("busy", on);
     }
     busy(!!current);
@@ -175,9 +190,11 @@
     }
 
     function newTurn(promptText) {
+      // A new turn goes before the queued messages: they are sent after it.
+      const queued = messages.querySelector(".msg.queued");
       const user = el("div", "msg user");
       user.appendChild(el("div", "bubble", promptText));
-      messages.appendChild(user);
+      messages.insertBefore(user, queued);
       const a = el("div", "msg assistant streaming");
       a.appendChild(el("ul", "steps"));
       const bubble = el("div", "bubble reply");
@@ -190,7 +207,8 @@
       meta.appendChild(el("span", "figures"));
       meta.appendChild(el("span", "actions"));
       a.appendChild(meta);
-      messages.appendChild(a);
+      messages.insertBefore(a, queued);
+      a.dataset.prompt = promptText;
       current = a;
       scroll(true);
       return a;
@@ -224,7 +242,7 @@
       // Steps the agent never reported a result for end with the turn.
       const open = new Set(m.steps || []);
       a.querySelectorAll(".steps li.running").forEach((li) => {
-        if (!m.steps || open.has(li.dataset.id)) li.className = "step " + (m.step_state || "stopped");
+        if (!m.steps || open.has(li.dataset.id)) drawStep(li, m.step_state || "stopped");
       });
       const bubble = a.querySelector(".bubble");
       const hasText = !!(m.html && m.html.trim());
@@ -262,6 +280,45 @@
       current = null;
       busy(false);
       scroll();
+      pump();
+    }
+
+    function enqueue(text, first) {
+      const node = el("div", "msg user queued");
+      node.appendChild(el("div", "bubble", text));
+      const note = el("div", "queued-note", "Queued: sent when the reply ends ");
+      const drop = el("button", "unqueue", "Remove");
+      drop.type = "button";
+      drop.title = "Do not send this message";
+      note.appendChild(drop);
+      node.appendChild(note);
+      const item = { text: text, node: node };
+      drop.addEventListener("click", () => {
+        const i = queue.indexOf(item);
+        if (i >= 0) queue.splice(i, 1);
+        node.remove();
+      });
+      if (first) {
+        queue.unshift(item);
+        messages.insertBefore(node, messages.querySelector(".msg.queued"));
+      } else {
+        queue.push(item);
+        messages.appendChild(node);
+      }
+      scroll(true);
+    }
+
+    function pump() {
+      if (isBusy() || !queue.length) return;
+      const next = queue.shift();
+      next.node.remove();
+      send(next.text);
+    }
+
+    function submitText(text) {
+      if (!text.trim()) return;
+      if (isBusy()) enqueue(text, false);
+      else send(text);
     }
 
     // Tool approval: a card with Approve / Deny; approval_done (any page's answer,
@@ -304,6 +361,15 @@
       });
     }
 
+    // "Waiting for the model" ends when the model's words (or a tool step) arrive.
+    function settle() {
+      const status = current && current.querySelector(".status");
+      if (status && status.dataset.transient) {
+        status.textContent = "";
+        delete status.dataset.transient;
+      }
+    }
+
     function apply(m) {
       switch (m.k) {
         case "approval":
@@ -314,13 +380,15 @@
           break;
         case "turn_started":
           lastPrompt = m.prompt;
-          if (!current || current.dataset.turn) newTurn(m.prompt);
+          // This page's own message takes its turn; another page's gets a turn of its own.
+          if (!current || current.dataset.turn || current.dataset.prompt !== m.prompt) newTurn(m.prompt);
           current.dataset.turn = String(m.turn);
           if (m.key) current.dataset.key = m.key;
           busy(true);
           retitle(m.prompt);
           break;
         case "text": {
+          settle();
           const bubble = ensureTurn().querySelector(".reply");
           if (bubble && bubble.dataset.text !== undefined) {
             bubble.dataset.text += m.text;
@@ -349,18 +417,25 @@
             li.dataset.id = m.id;
             steps.appendChild(li);
           }
-          li.textContent = m.label;
+          li.dataset.label = m.label;
+          li.dataset.subject = m.subject || m.label;
+          drawStep(li, li.classList.contains("running") ? "running" : li.className.replace("step ", ""));
+          settle();
           scroll();
           break;
         }
         case "tool_result":
           ensureTurn().querySelectorAll(".steps li").forEach((li) => {
-            if (li.dataset.id === m.id) li.className = "step " + m.state;
+            if (li.dataset.id === m.id) drawStep(li, m.state);
           });
           break;
-        case "status":
-          ensureTurn().querySelector(".status").textContent = m.label;
+        case "status": {
+          const status = ensureTurn().querySelector(".status");
+          status.textContent = m.label;
+          if (m.transient && m.label) status.dataset.transient = "1";
+          else delete status.dataset.transient;
           break;
+        }
         case "session":
           if (modelName && m.model) modelName.textContent = m.model;
           break;
@@ -381,22 +456,31 @@
     async function send(text) {
       if (!text.trim()) return;
       lastPrompt = text;
-      newTurn(text);
+      const a = newTurn(text);
       busy(true);
-      const a = current;
       sending = post("/api/threads/" + encodeURIComponent(thread) + "/messages", { text: text });
       const r = await sending;
       sending = null;
-      if (r.ok && r.data.turn && a && !a.dataset.key) a.dataset.key = r.data.turn;
-      if (!r.ok) {
-        const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "the server answered " + r.status };
-        finish({ k: "failed", html: "", code: err.code, message: err.detail, usage: null, duration: null });
+      if (r.ok) {
+        if (r.data.turn && !a.dataset.key) a.dataset.key = r.data.turn;
+        return;
       }
+      const err = (r.data && r.data.error) || { code: "http_" + r.status, detail: "the server answered " + r.status };
+      if (err.code === "turn_in_progress" && !a.dataset.turn) {
+        // Another page's turn runs: this message waits for it, first in the queue.
+        if (a.previousElementSibling) a.previousElementSibling.remove();
+        a.remove();
+        if (current === a) current = null;
+        enqueue(text, true);
+        if (!current) window.setTimeout(() => { if (!current) { busy(false); pump(); } }, 1500);
+        return;
+      }
+      current = a;
+      finish({ k: "failed", html: "", code: err.code, message: err.detail, usage: null, duration: null });
     }
 
     // A Stop names the turn it was pressed for (its key, from the server): one that arrives after
     // that turn ended never stops a later one.
-    let sending = null;
     async function stop() {
       stopBtn.disabled = true;
       if (sending) await sending;
@@ -425,7 +509,7 @@
       ev.preventDefault();
       const text = prompt.value;
       prompt.value = "";
-      send(text);
+      submitText(text);
     });
     prompt.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey) {
@@ -444,8 +528,8 @@
     messages.addEventListener("click", (ev) => {
       const t = ev.target;
       if (!(t instanceof HTMLButtonElement)) return;
-      if (t.classList.contains("retry")) send(t.dataset.prompt || lastPrompt);
-      else if (t.classList.contains("regenerate") && !document.body.classList.contains("busy")) {
+      if (t.classList.contains("retry")) submitText(t.dataset.prompt || lastPrompt);
+      else if (t.classList.contains("regenerate") && !isBusy()) {
         send(t.dataset.prompt || lastPrompt);
       } else if (t.classList.contains("copy")) {
         // The reply as the reader sees it, without the page's own notes (Stopped, error code, Retry).
