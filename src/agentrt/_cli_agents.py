@@ -17,11 +17,12 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from ._config import AgentConfig, Config, ResolvedAgent, load_config, mask_env, parse_config, resolve_agent
+from ._config import AgentConfig, Config, ResolvedAgent, load_config, parse_config, resolve_agent
 from ._launch import contains_remote_url
 from ._preset_find import check_executable, fill_preset
 from ._presets import PRESETS
 from .errors import AgentrtError
+from .masking import mask_args, mask_env, mask_text
 
 __all__ = ["agents", "resolve_for_cli", "load_config_for_cli"]
 
@@ -62,13 +63,13 @@ def _describe(agent: AgentConfig, default: str | None) -> dict[str, Any]:
     permissions = None
     if agent.permissions is not None:
         p = agent.permissions
-        permissions = {"mode": p.mode, "allow": list(p.allow), "deny": list(p.deny)}
+        permissions = {"mode": p.mode, "allow": [mask_text(r) for r in p.allow], "deny": [mask_text(r) for r in p.deny]}
     return {
         "name": agent.name,
         "default": agent.name == default,
         "executable": agent.executable,
         "found": agent.found,
-        "args": list(agent.args),
+        "args": mask_args(agent.args),
         "env": mask_env(agent.env),
         "protocol": agent.protocol,
         "model": agent.model,
@@ -83,7 +84,7 @@ def agents() -> None:
 
 
 @agents.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per agent (env values masked).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per agent (secrets masked).")
 def list_cmd(as_json: bool) -> None:
     """Every configured agent, the default marked with *."""
     cfg = load_config_for_cli(os.environ)
@@ -103,9 +104,9 @@ def list_cmd(as_json: bool) -> None:
 
 @agents.command("show")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="The agent as one JSON object (env values masked).")
+@click.option("--json", "as_json", is_flag=True, help="The agent as one JSON object (secrets masked).")
 def show_cmd(name: str, as_json: bool) -> None:
-    """One agent's settings; secret-looking env values are shown as ****."""
+    """One agent's settings; secrets in args, env and rules are shown as **** (see docs/approval.md)."""
     cfg = load_config_for_cli(os.environ)
     agent = cfg.agents.get(name)
     if agent is None:
@@ -121,10 +122,9 @@ def show_cmd(name: str, as_json: bool) -> None:
     click.echo(f"model:      {agent.model or '-'}")
     for key, value in info["env"].items():
         click.echo(f"env:        {key}={value}")
-    if agent.permissions is not None:
-        p = agent.permissions
-        click.echo(f"permissions: mode={p.mode or '-'} allow={list(p.allow)} deny={list(p.deny)} "
-                   "(recorded; not enforced yet)")
+    if info["permissions"] is not None:
+        p = info["permissions"]
+        click.echo(f"permissions: mode={p['mode'] or '-'} allow={p['allow']} deny={p['deny']}")
 
 
 def _reference_agent() -> tuple[str, list[str]]:

@@ -34,6 +34,7 @@ from ._launch import (
     _validate_protocol,
 )
 from .errors import AgentrtError
+from .masking import mask_env
 
 __all__ = [
     "AgentConfig",
@@ -59,10 +60,6 @@ _AGENT_KEYS = frozenset(
 )
 _TOP_KEYS = frozenset({"default_agent", "agents", "logs"})
 _LOCATION_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_SECRET_KEY_RE = re.compile(r"(?i)(token|secret|key|passw|auth|credential|cookie|session|private)")
-_SECRET_VALUE_RE = re.compile(r"^(sk|pk|rk|xox[abpr]|gh[pousr]|github_pat|glpat|AKIA)[-_A-Za-z0-9]{8,}")
-_URL_USERINFO_RE = re.compile(r"(?i)^(https?://)[^/@\s]+@")
-MASK = "****"
 
 
 @attrs.frozen(kw_only=True)
@@ -323,17 +320,6 @@ def _key_line(lines: Sequence[str], header: int | None, key: str) -> int:
         if pattern.match(line):
             return number + 1
     return header or 1
-
-
-def mask_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` for display: values of secret-looking names or shapes become ``****``; URL passwords too."""
-    shown: dict[str, str] = {}
-    for key, value in env.items():
-        if _SECRET_KEY_RE.search(key) or _SECRET_VALUE_RE.match(value):
-            shown[key] = MASK
-        else:
-            shown[key] = _URL_USERINFO_RE.sub(lambda m: f"{m.group(1)}{MASK}@", value)
-    return shown
 
 
 def _set(env: Mapping[str, str], key: str) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._config import MASK, mask_env
+from .masking import mask_text
 
 if TYPE_CHECKING:
     from ._process import AgentProcess
@@ -28,42 +28,7 @@ TAIL_BYTES = 2048
 # After the exit, how long the last stderr bytes may take to arrive (a
 # grandchild holding stderr open must not delay the turn's end for long).
 _STDERR_WAIT = 0.5
-# Token shapes masked wherever they appear: provider keys, bearer and basic
-# credentials, URL passwords, `name=value` pairs whose name says secret.
-_TOKEN_RE = re.compile(
-    r"\b(?:sk|pk|rk|xox[abpr]|gh[pousr]|github_pat|glpat)[-_][-_A-Za-z0-9]{8,}"
-    r"|\bAKIA[A-Z0-9]{12,}"
-)
-_AUTH_RE = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[-._~+/A-Za-z0-9]{8,}=*")
-_USERINFO_RE = re.compile(r"(?i)\b(https?://)[^/@\s]+@")
-_SECRET_PAIR_RE = re.compile(
-    r"(?i)\b([\w-]*(?:token|secret|key|passw|auth|credential|cookie|private)[\w-]*)(\s*[=:]\s*)"
-    r"(\"[^\"]*\"|'[^']*'|\S+)"
-)
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def mask_text(text: str, env: Mapping[str, str] | None = None) -> str:
-    """``text`` with secrets masked: values of ``env`` entries that look secret, and token shapes."""
-    if env:
-        shown = mask_env(env)
-        # Longest first, so a secret containing another is masked whole.
-        secrets = sorted({env[k] for k, v in shown.items() if v == MASK and len(env[k]) >= 4}, key=len, reverse=True)
-        for value in secrets:
-            text = text.replace(value, MASK)
-    text = _TOKEN_RE.sub(MASK, text)
-    text = _AUTH_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _USERINFO_RE.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    return _SECRET_PAIR_RE.sub(_mask_pair, text)
-
-
-def _mask_pair(match: re.Match[str]) -> str:
-    name = match.group(1)
-    if name.lower().endswith(("error", "exception")):  # `KeyError: 'x'` says why, it holds no secret
-        return match.group(0)
-    if match.group(3).lower() in ("bearer", "basic", "token", MASK):  # `Authorization: Bearer ****`, done
-        return match.group(0)
-    return f"{name}{match.group(2)}{MASK}"
 
 
 def stderr_lines(tail: bytes, env: Mapping[str, str] | None = None) -> list[str]:
