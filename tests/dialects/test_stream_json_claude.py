@@ -145,6 +145,34 @@ async def test_the_reply_streams_as_deltas_unless_turned_off(tmp_path: Path, par
     assert all(events.index(ev) < i for ev in deltas for i in terminals)
 
 
+async def test_deltas_arrive_while_the_api_is_still_sending_the_reply(tmp_path: Path) -> None:
+    """The fake API sends three deltas, then holds the rest until the test has seen them as events."""
+    home, work = _dirs(tmp_path)
+    reply = "one two three four five six seven eight nine ten"
+    pieces = [reply[i : i + 4] for i in range(0, len(reply), 4)]
+    seen: list[tuple[str, bool]] = []  # (text, was the API still holding the rest back)
+    parent = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    policy = ApprovalPolicy(Ruleset.build(default_mode="deny"))
+    with serve_fake_anthropic(reply, chunk=4, hold_after=3) as api:
+        try:
+            async with open_conversation(
+                _launch(home, api.url), dialect=StreamJsonDialect(), permission_policy=policy, parent_env=parent,
+                cwd=str(work), term_grace=5,
+            ) as conv:
+                with trio.fail_after(BOUND):
+                    stream = conv.send("hello")
+                    async for ev in stream:
+                        if isinstance(ev, TextDelta):
+                            seen.append((ev.text, api.holding.is_set()))
+                            if len(seen) == 3:
+                                api.release.set()
+        finally:
+            api.release.set()
+    assert isinstance(stream.terminal, TurnCompleted), stream.terminal
+    assert [text for text, _ in seen] == pieces
+    assert [held for _, held in seen[:3]] == [True, True, True]
+
+
 def _cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp / "home"), "LANG": "C.UTF-8",
