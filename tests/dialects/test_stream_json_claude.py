@@ -218,3 +218,49 @@ def test_launch_args_add_the_sdk_flags_unless_the_users_args_set_them() -> None:
     launch = LaunchSpec(executable="/bin/true", prefix_args=("--x",), protocol="stream-json", model="m")
     argv = launch.process_spec(dialect, parent_env={}).argv
     assert argv == ("/bin/true", "--x", *COMPAT_ARGS, *both, "--model", "m")
+
+
+@pytest.mark.parametrize("kind", ["allow_once", "reject_once"])
+def test_an_acp_client_of_the_bridge_is_asked_and_the_reply_streams(tmp_path: Path, kind: str) -> None:
+    """``agentrt bridge --to acp`` hosting the real Claude Code: its permission question reaches the ACP client."""
+    import asyncio
+
+    from acp import PROTOCOL_VERSION, spawn_agent_process
+    from acp.interfaces import Client
+    from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+    home, work = _dirs(tmp_path)
+    asked: list[Any] = []
+    chunks: list[str] = []
+
+    class Asked(Client):
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+            if update.session_update == "agent_message_chunk":
+                chunks.append(update.content.text)
+
+        async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+            asked.append(tool_call)
+            option = next(o for o in options if o.kind == kind)
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
+
+    async def main(url: str) -> Any:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+               "AWP_AGENT_CLI_EXECUTABLE": _claude(), "AWP_AGENT_CLI_PROTOCOL": "stream-json",
+               "AWP_AGENT_DEFAULT_MODEL": "claude-test", "AWP_AGENT_CLI_ENV_JSON": json.dumps(_env(home, url))}
+        async with spawn_agent_process(Asked(), AGENTRT, "bridge", "--to", "acp", env=env, cwd=str(work)) as (
+            conn, _proc,
+        ):
+            await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), BOUND)
+            session = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), BOUND)
+            prompt = [{"type": "text", "text": "make the file"}]
+            return await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=prompt), BOUND)
+
+    with serve_fake_anthropic(tool_command=COMMAND, chunk=5) as api:
+        response = asyncio.run(main(api.url))
+    assert response.stop_reason == "end_turn"
+    (tool_call,) = asked
+    assert "touch made.txt" in json.dumps(tool_call.model_dump(mode="json"))
+    assert (work / "made.txt").exists() is (kind == "allow_once")
+    (tool_result,) = api.tool_results
+    assert bool(tool_result.get("is_error")) is (kind == "reject_once")
+    assert len(chunks) > 2 and "".join(chunks).startswith("The tool said: ")
