@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -21,6 +22,7 @@ import orjson
 import trio
 
 from ._bridge_cancel import TurnCancels
+from ._bridge_sessions import HostedConversation, SessionSwitch
 from .errors import AgentrtError
 from .permissions import PermissionDecision, PermissionRequest
 
@@ -177,6 +179,30 @@ class _AskTheClient:
             slot[0].set()
 
 
+async def _nothing() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an empty async iterator: the hosted CLI never started
+
+
+def _recorder(plugins: Any, env: Mapping[str, str], resolved: Any) -> Callable[[Any, str | None], Awaitable[None]]:
+    """Attach the ``recorder`` sink (``agentrt logs``) to a conversation, as ``run`` records its own."""
+    from ._config import load_config
+    from ._runlog import log_options, open_log_sink
+
+    async def record(conv: Any, thread: str | None) -> None:
+        if not load_config(env).logs_enabled:
+            return
+        try:
+            sink = open_log_sink(plugins, log_options(env, resolved, thread=thread, continues=None))
+        except AgentrtError as exc:  # a bad database setting: the bridge works on, unrecorded
+            _warn(exc.code, exc.detail)
+            return
+        if sink is not None:
+            await conv.attach(sink)
+
+    return record
+
+
 async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, source: Any, sink: Any) -> int:
     """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status.
 
@@ -217,78 +243,93 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     asking = _AskTheClient(outer, send_objs) if can_ask else None
     # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
     policy = bridge_policy(resolved.permissions, asking if asking is not None else plugins.permission_policy())
-    turns_in, turns_out = trio.open_memory_channel[tuple[int, Turn]](_QUEUED_TURNS)
+    items_in, items_out = trio.open_memory_channel[Any](_QUEUED_TURNS)  # turns and session switches, in order
     cancels = TurnCancels()
+    if hasattr(outer, "load_sessions"):
+        outer.load_sessions = True  # session/load: the hosted CLI's own resume (HostedConversation)
+    take_opened = getattr(outer, "take_opened", None)
 
-    async def run_turns(conv: Conversation, nursery: trio.Nursery) -> None:
-        async for number, turn in turns_out:
-            if cancels.wanted(number):  # cancelled while it waited: it never reaches the CLI
-                await emit(TurnFailed(code="turn_cancelled", message="the prompt was cancelled before it started"))
-                continue
-            try:
-                async for event in conv.send(turn):
-                    if cancels.started(number):  # now the conversation's current turn
-                        nursery.start_soon(cancel, conv, number)
-                    if isinstance(event, Diagnostic):
-                        _warn(event.code, event.detail)
-                    await emit(event)
-            except AgentrtError as exc:
-                await emit(TurnFailed(code=exc.code, message=exc.detail))
-            finally:
-                cancels.ended(number)
-            if asking is not None:
-                asking.release_all("the turn ended")
+    def open_inner(resume: str | None) -> Any:
+        return open_conversation(launch, plugins=plugins, resume=resume, parent_env=inner_env, permission_policy=policy)
 
-    async def cancel(conv: Conversation, number: int) -> None:
-        if not cancels.is_running(number):  # a late cancel never touches a later turn
+    async def answer_load(switch: SessionSwitch, error: str | None) -> None:
+        if switch.kind == "load":
+            await send_objs(outer.answer_load(switch.request_id, error))
+
+    hosted = HostedConversation(
+        open_inner, resume=args.resume, store=lambda: plugins.thread_store(inner_env),
+        record=_recorder(plugins, inner_env, resolved), answer=answer_load, sessions=take_opened is not None,
+    )  # fmt: skip
+
+    async def run_turn(conv: Conversation, item: tuple[int, Turn], nursery: trio.Nursery) -> None:
+        number, turn = item
+        if cancels.wanted(number):  # cancelled while it waited: it never reaches the CLI
+            await emit(TurnFailed(code="turn_cancelled", message="the prompt was cancelled before it started"))
+            return
+        try:
+            async for event in conv.send(turn):
+                if cancels.started(number):  # now the conversation's current turn
+                    nursery.start_soon(cancel, number)
+                if isinstance(event, Diagnostic):
+                    _warn(event.code, event.detail)
+                await emit(event)
+        except AgentrtError as exc:
+            await emit(TurnFailed(code=exc.code, message=exc.detail))
+        finally:
+            cancels.ended(number)
+        if asking is not None:
+            asking.release_all("the turn ended")
+
+    async def cancel(number: int) -> None:
+        conv = hosted.conv
+        if conv is None or not cancels.is_running(number):  # a late cancel never touches a later turn
             return
         await conv.cancel_turn()
         if asking is not None:
             asking.release_all("the prompt was cancelled")
 
     shutdown = False
-    async with open_conversation(
-        launch, plugins=plugins, resume=args.resume, parent_env=inner_env, permission_policy=policy
-    ) as conv:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_turns, conv, nursery)
-            async with turns_in:
-                async for raw in read_lines(source):
-                    if isinstance(raw, Oversized):
-                        await emit(TurnFailed(code="input_message_oversize", message="input line too large"))
-                        continue
-                    if not raw.strip():
-                        continue
-                    try:
-                        obj = orjson.loads(raw)
-                    except orjson.JSONDecodeError:
-                        await emit(TurnFailed(code="invalid_input_json", message="input line is not JSON"))
-                        continue
-                    if asking is not None and asking.take(obj):
-                        continue
-                    decoded = outer.decode_input(obj)
-                    owed = getattr(outer, "drain_output", None)
-                    if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
-                        await send_objs(owed())
-                    if decoded is None:
-                        continue
-                    if isinstance(decoded, Shutdown):
-                        shutdown = True
-                        break
-                    if isinstance(decoded, InputError):
-                        await emit(TurnFailed(code=decoded.code, message=decoded.detail))
-                    elif isinstance(decoded, Interrupt):
-                        target = cancels.request()  # duplicates coalesce: one cancel per turn
-                        if target is not None:
-                            nursery.start_soon(cancel, conv, target)
-                    else:
-                        assert isinstance(decoded, Turn)
-                        await turns_in.send((cancels.accept(), decoded))
-            if asking is not None:  # nobody is left to answer; queued turns still run
-                asking.close()
-            if not shutdown and getattr(outer, "cancel_on_close", False):
-                # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
-                await conv.cancel_turn()
-        with trio.CancelScope(shield=True):
-            await conv.stop()
+    async with trio.open_nursery() as nursery:
+        opened = await nursery.start(hosted.run, items_out, partial(run_turn, nursery=nursery))
+        async with items_in:
+            async for raw in read_lines(source) if opened else _nothing():
+                if isinstance(raw, Oversized):
+                    await emit(TurnFailed(code="input_message_oversize", message="input line too large"))
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    await emit(TurnFailed(code="invalid_input_json", message="input line is not JSON"))
+                    continue
+                if asking is not None and asking.take(obj):
+                    continue
+                decoded = outer.decode_input(obj)
+                owed = getattr(outer, "drain_output", None)
+                if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
+                    await send_objs(owed())
+                for kind, rid, client_session in take_opened() if take_opened is not None else ():
+                    await items_in.send(SessionSwitch(kind, rid, client_session))
+                if decoded is None:
+                    continue
+                if isinstance(decoded, Shutdown):
+                    shutdown = True
+                    break
+                if isinstance(decoded, InputError):
+                    await emit(TurnFailed(code=decoded.code, message=decoded.detail))
+                elif isinstance(decoded, Interrupt):
+                    target = cancels.request()  # duplicates coalesce: one cancel per turn
+                    if target is not None:
+                        nursery.start_soon(cancel, target)
+                else:
+                    assert isinstance(decoded, Turn)
+                    await items_in.send((cancels.accept(), decoded))
+        if asking is not None:  # nobody is left to answer; queued turns still run
+            asking.close()
+        if opened and not shutdown and getattr(outer, "cancel_on_close", False) and hosted.conv is not None:
+            # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
+            await hosted.conv.cancel_turn()
+    if hosted.startup_error is not None:
+        raise hosted.startup_error
     return 0

@@ -9,6 +9,7 @@ response.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from agentrt.permissions import PermissionDecision, PermissionRequest
 
 from ._asking import PermissionAsker
 from ._host import PROTOCOL_VERSION
+from ._kinds import tool_kind
 
 __all__ = ["AcpAgentCodec"]
 
@@ -28,6 +30,18 @@ _REASONS = {
     "refusal": "refusal",
     "turn_cancelled": "cancelled",
 }
+
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentrt")
+    except PackageNotFoundError:
+        return "0"
 
 
 def _blocks(prompt: Any) -> tuple[ContentBlock, ...]:
@@ -56,6 +70,9 @@ class AcpAgentCodec(AgentCodec):
         self._prompt_id: Any = None
         self._cancelled = False  # session/cancel seen for the running prompt
         self._asker = PermissionAsker()
+        #: Set by a host that can resume a session (the bridge): ``session/load`` is then offered.
+        self.load_sessions = False
+        self._opened: list[tuple[str, Any, str]] = []  # ("new" | "load", request id, session id)
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
         self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
@@ -79,13 +96,29 @@ class AcpAgentCodec(AgentCodec):
         if rid is None or isinstance(rid, (dict, list, bool, float)):
             return None  # another notification
         if method == "initialize":
-            caps = {"loadSession": False, "promptCapabilities": {"image": True, "embeddedContext": False}}
-            self._reply(rid, {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps, "authMethods": []})
+            caps = {"loadSession": self.load_sessions, "promptCapabilities": {"image": True, "embeddedContext": False}}
+            info = {"name": "agentrt", "title": "agentrt", "version": _version()}
+            self._reply(
+                rid,
+                {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps, "authMethods": [], "agentInfo": info},
+            )
         elif method == "session/new":
             new_id = uuid.uuid4().hex
             self._sessions.add(new_id)
             self._session = new_id
+            self._opened.append(("new", None, new_id))
             self._reply(rid, {"sessionId": new_id})
+        elif method == "session/load" and self.load_sessions:
+            sid = params.get("sessionId")
+            if not isinstance(sid, str) or not _SESSION_ID.fullmatch(sid):
+                self._error(rid, -32602, "sessionId must match [A-Za-z0-9._:-]{1,256}")
+                return None
+            if self._prompt_id is not None:
+                self._error(rid, -32600, "a prompt is running")
+                return None
+            self._sessions.add(sid)
+            self._session = sid
+            self._opened.append(("load", rid, sid))  # answered by the host once loaded (answer_load)
         elif method == "session/prompt":
             sid = params.get("sessionId")
             if not isinstance(sid, str) or sid not in self._sessions:
@@ -119,6 +152,22 @@ class AcpAgentCodec(AgentCodec):
         error = {"code": -32603, "message": text, "data": {"code": code}}
         return {"jsonrpc": "2.0", "id": rid, "error": error}
 
+    def take_opened(self) -> list[tuple[str, Any, str]]:
+        """Sessions opened since the last call: ``("new" | "load", request id, session id)``, in order.
+
+        A ``load`` waits for :meth:`answer_load` (the host resumes the session first).
+        """
+        out, self._opened = self._opened, []
+        return out
+
+    def answer_load(self, rid: Any, error: str | None = None) -> list[dict[str, Any]]:
+        """The response to ``session/load`` ``rid``: ``{}``, or a -32603 error whose message is ``error``."""
+        if error is None:
+            self._reply(rid, {})
+        else:
+            self._error(rid, -32603, error)
+        return self.drain_output()
+
     def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:
         """A ``session/request_permission`` for the running prompt's session, as ``(id, message)``.
 
@@ -150,7 +199,7 @@ class AcpAgentCodec(AgentCodec):
                 "sessionUpdate": "tool_call",
                 "toolCallId": event.id,
                 "title": event.summary or event.name,
-                "kind": "other",
+                "kind": tool_kind(event.name),
                 "status": "in_progress",
                 "rawInput": dict(event.input),
             }

@@ -15,6 +15,8 @@ from typing import Any
 from agentrt.labels import tool_label
 from agentrt.permissions import PermissionDecision, PermissionRequest
 
+from ._kinds import tool_kind
+
 __all__ = ["PermissionAsker", "OPTIONS"]
 
 #: The options offered with every request (id = kind).
@@ -36,6 +38,15 @@ def _tool_call_id(request: PermissionRequest) -> str:
     if found is None and isinstance(call, dict):
         found = call.get("toolCallId")
     return found if isinstance(found, str) and found else request.request_id
+
+
+def _kind(request: PermissionRequest) -> str:
+    """The tool's ACP kind: a hosted ACP agent's own, else the one its tool name maps to."""
+    raw = request.raw if isinstance(request.raw, dict) else {}
+    params = raw.get("params")
+    call = params.get("toolCall") if isinstance(params, dict) else None
+    kind = call.get("kind") if isinstance(call, dict) else None
+    return tool_kind(kind if isinstance(kind, str) and kind else request.tool_name)
 
 
 def _title(request: PermissionRequest) -> str:
@@ -62,7 +73,7 @@ class PermissionAsker:
         tool_call = {
             "toolCallId": _tool_call_id(request),
             "title": _title(request),
-            "kind": "other",
+            "kind": _kind(request),
             "status": "pending",
             "rawInput": dict(request.input),
         }

@@ -1,0 +1,156 @@
+"""The bridge's hosted conversation, per client session: opened, reopened to resume, and recorded.
+
+One task owns the conversation (trio wants a nursery left by the task that
+entered it), so every switch is ordered with the turns around it: the reader
+queues turns and :class:`SessionSwitch` items on one channel.
+
+* A new client session after turns have run gets a fresh conversation (a new
+  process); before any turn it takes over the one already open.
+* ``session/load`` reopens the conversation resuming the hosted CLI's native
+  session: the one this process saw for that client session, else the one the
+  database recorded for it (thread ``acp-<id>``), else the id itself (a client
+  may load the hosted CLI's own session id).  The load is answered once the
+  new conversation is open, with the reason when it could not be.
+* Each conversation is recorded (the ``recorder`` sink, as ``agentrt run``
+  does), a client session's conversations under thread ``acp-<id>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import attrs
+import trio
+
+from .errors import AgentrtError
+
+__all__ = ["HostedConversation", "SessionSwitch", "session_thread"]
+
+_LOOKUP_BOUND = 10.0  # the database's answer to "which native session is this client session?"
+
+
+def session_thread(client_session: str) -> str:
+    """The thread a client session's conversations are recorded under."""
+    return f"acp-{client_session}"
+
+
+@attrs.frozen
+class SessionSwitch:
+    """A client session opened (``new``) or loaded (``load``, answered through ``request_id``)."""
+
+    kind: str
+    request_id: Any
+    client_session: str
+
+
+OpenConversation = Callable[[str | None], AbstractAsyncContextManager[Any]]
+
+
+class HostedConversation:
+    """Owns the conversation the bridge's turns run in (see the module docstring)."""
+
+    def __init__(
+        self,
+        open_conversation: OpenConversation,
+        *,
+        resume: str | None,
+        store: Callable[[], Any],
+        record: Callable[[Any, str | None], Awaitable[None]],
+        answer: Callable[[SessionSwitch, str | None], Awaitable[None]],
+        sessions: bool,
+    ) -> None:
+        self._open = open_conversation
+        self._resume = resume
+        self._store = store
+        self._record = record
+        self._answer = answer
+        self._sessions = sessions  # the outer dialect has client sessions (ACP)
+        #: The conversation turns run in now (``None`` between two).
+        self.conv: Any = None
+        #: Why the first conversation could not be opened (the bridge's startup error).
+        self.startup_error: AgentrtError | None = None
+        self._native: dict[str, str] = {}  # client session -> the hosted CLI's session id
+        self._client: str | None = None  # the client session the conversation serves
+        self._ran = False  # a turn has run in the conversation
+
+    async def run(
+        self,
+        items: trio.MemoryReceiveChannel[Any],
+        run_turn: Callable[[Any, Any], Awaitable[None]],
+        *,
+        task_status: trio.TaskStatus[bool] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve ``items`` (turns for ``run_turn``, and switches) until the channel closes.
+
+        ``task_status`` gets ``True`` once the first conversation is open, ``False``
+        when it could not be (:attr:`startup_error` says why).
+        """
+        resume, switch, started = self._resume, None, False
+        while True:
+            try:
+                async with self._open(resume) as conv:
+                    self.conv, self._ran = conv, False
+                    if not started:
+                        started = True
+                        task_status.started(True)
+                    if not self._sessions:
+                        await self._record(conv, None)
+                    if switch is not None:
+                        await self._bind(conv, switch)
+                    switch = None
+                    async for item in items:
+                        if not isinstance(item, SessionSwitch):
+                            await run_turn(conv, item)
+                            self._ran = True
+                            if self._client is not None and conv.session_id:
+                                self._native[self._client] = conv.session_id
+                        elif item.kind == "new" and not self._ran:
+                            await self._bind(conv, item)
+                        else:
+                            switch = item
+                            break
+                    else:
+                        return
+            except AgentrtError as exc:
+                if not started:
+                    self.startup_error = exc
+                    task_status.started(False)
+                    return
+                if switch is None:
+                    raise
+                # The session could not be resumed: say why, and go on in a fresh conversation.
+                await self._answer(switch, f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
+                resume, switch = None, None
+                continue
+            finally:
+                self.conv = None
+            resume = await self._native_id(switch.client_session) if switch.kind == "load" else None
+
+    async def _bind(self, conv: Any, switch: SessionSwitch) -> None:
+        self._client = switch.client_session
+        await self._record(conv, session_thread(switch.client_session))
+        if switch.kind == "load":
+            await self._answer(switch, None)
+
+    async def _native_id(self, client_session: str) -> str:
+        known = self._native.get(client_session)
+        if known:
+            return known
+        store = self._store()
+        get = getattr(store, "get_thread", None)
+        if get is not None:
+            try:
+                with trio.move_on_after(_LOOKUP_BOUND):
+                    record = await get(session_thread(client_session))
+                    if record is not None and record.session_id:
+                        return str(record.session_id)
+            except AgentrtError:
+                pass  # no usable database: the id itself is the last guess
+            finally:
+                close = getattr(store, "aclose", None)
+                if close is not None:
+                    with trio.CancelScope(shield=True), trio.move_on_after(_LOOKUP_BOUND):
+                        await close()
+        return client_session
