@@ -28,6 +28,7 @@ from ._harness import (
     PLUGINS,
     TERM_GRACE,
     Recorder,
+    baseline_fds,
     check_outcome,
     kill_survivors,
     marked_processes,
@@ -73,7 +74,7 @@ async def test_soak_misbehaving_agents(tmp_path: Path, capsys: pytest.CaptureFix
     survivors: list[int] = []
     all_pids: set[tuple[int, int]] = set()
     sink_failures = 0
-    fds_before = open_fds()
+    fds_before = baseline_fds()
     limiter = trio.CapacityLimiter(parallel)
     started = time.monotonic()
 

@@ -28,6 +28,7 @@ from ._harness import (
     STEP_GUARD,
     TERM_GRACE,
     Recorder,
+    baseline_fds,
     check_outcome,
     kill_survivors,
     marked_processes,
@@ -98,7 +99,7 @@ class TurnRules(RuleBasedStateMachine):
 
     def __init__(self, root: Path) -> None:
         super().__init__()
-        self.fds_before = open_fds()
+        self.fds_before = baseline_fds()
         self.dir = root / f"run-{len(list(root.iterdir()))}"
         self.launch, self.pids = scripted_launch(self.dir)
         self.rec = Recorder()
