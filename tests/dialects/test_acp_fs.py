@@ -161,3 +161,26 @@ async def test_the_turn_goes_on_after_a_refused_fifo(tmp_path: Path) -> None:
                 assert isinstance(stream.terminal, TurnCompleted)
                 texts.append(text)
     assert texts == ["error -32602 not_regular_file", "written", "content=fine"]
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_does_not_lead_out(tmp_path: Path) -> None:
+    """The path is walked again from the root without following symlinks: the state after a swap is refused."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (work / "sub").symlink_to(outside)  # what `sub` became after the check saw a real directory
+    where = (os.path.realpath(work), ["sub", "secret.txt"])
+    for flags in (os.O_RDONLY, os.O_WRONLY | os.O_CREAT):
+        with pytest.raises(_fs.FsError) as info:
+            _fs._open_regular(where, flags, "read")
+        assert info.value.code == "path_outside_cwd"
+    assert (outside / "secret.txt").read_text() == "secret"
+    # A real directory on the way is walked as before; the root itself is not a file.
+    (work / "real").mkdir()
+    (work / "real" / "f.txt").write_text("in")
+    got = _fs.read_text_file(str(work), {"path": str(work / "real" / "f.txt")}, 100)
+    assert got == {"content": "in"}
+    with pytest.raises(_fs.FsError) as info:
+        _fs.read_text_file(str(work), {"path": str(work)}, 100)
+    assert info.value.code == "not_regular_file"

@@ -1,7 +1,10 @@
 """``fs/read_text_file`` and ``fs/write_text_file`` for an agent, confined to the session's directory.
 
 Paths must be absolute (the protocol says so) and resolve, symlinks followed,
-inside the root; ``..`` and symlinks that lead out are refused.  Only a
+inside the root; ``..`` and symlinks that lead out are refused, and the
+resolved path is opened again from the root one component at a time with
+``O_NOFOLLOW`` (a directory swapped for a symlink after the check cannot lead
+out).  Only a
 regular file is read or written: the file is opened with ``O_NONBLOCK |
 O_NOFOLLOW | O_CLOEXEC`` (so a FIFO, a socket or a device an agent planted in
 its directory can never block the open), checked with ``fstat`` and served
@@ -33,7 +36,8 @@ class FsError(Exception):
         self.message = message
 
 
-def _confined(root: str, params: Mapping[str, Any]) -> str:
+def _confined(root: str, params: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The real root and the path's components under it (symlinks resolved, checked to stay inside)."""
     path = params.get("path")
     if not isinstance(path, str) or not path or "\x00" in path:
         raise FsError(-32602, "invalid_path", "path must be a non-empty string")
@@ -45,7 +49,34 @@ def _confined(root: str, params: Mapping[str, Any]) -> str:
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise FsError(-32602, "path_outside_cwd", "path is outside the session's working directory")
-    return real
+    if real == real_root:
+        raise _not_regular("a directory")
+    return real_root, os.path.relpath(real, real_root).split(os.sep)
+
+
+def _open_beneath(real_root: str, parts: list[str], flags: int) -> int:
+    """Open ``parts`` under ``real_root`` one component at a time, following no symlink.
+
+    The resolved path was checked to stay inside; walking it again from the
+    root with ``O_NOFOLLOW`` means a directory swapped for a symlink after the
+    check (the agent runs beside us) cannot lead the open outside.
+    """
+    walk = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    dfd = os.open(real_root, walk)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, walk, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    changed = "a directory of the path changed while it was opened"
+                    raise FsError(-32602, "path_outside_cwd", changed) from None
+                raise
+            os.close(dfd)
+            dfd = child
+        return os.open(parts[-1], flags, 0o644, dir_fd=dfd)
+    finally:
+        os.close(dfd)
 
 
 def _kind(mode: int) -> str:
@@ -65,10 +96,10 @@ def _not_regular(what: str) -> FsError:
     return FsError(-32602, "not_regular_file", f"path is {what}; only regular files are read or written")
 
 
-def _open_regular(path: str, flags: int, verb: str) -> int:
-    """A descriptor on ``path`` that ``fstat`` says is a regular file (never blocks: ``O_NONBLOCK``)."""
+def _open_regular(where: tuple[str, list[str]], flags: int, verb: str) -> int:
+    """A descriptor on the confined path that ``fstat`` says is a regular file (never blocks: ``O_NONBLOCK``)."""
     try:
-        fd = os.open(path, flags | _OPEN_FLAGS, 0o644)
+        fd = _open_beneath(*where, flags | _OPEN_FLAGS)
     except FileNotFoundError:
         raise FsError(-32002, "resource_not_found", "no such file") from None
     except OSError as exc:
@@ -129,14 +160,14 @@ def write_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[st
     A new file is created; an existing one must be a regular file, and is
     truncated only after ``fstat`` said so (a FIFO is never written to).
     """
-    path = _confined(root, params)
+    where = _confined(root, params)
     content = params.get("content")
     if not isinstance(content, str):
         raise FsError(-32602, "invalid_params", "content must be a string")
     data = content.encode("utf-8", "surrogatepass")
     if len(data) > limit:
         raise FsError(-32602, "file_too_large", f"content is larger than {limit} bytes")
-    fd = _open_regular(path, os.O_WRONLY | os.O_CREAT, "write")
+    fd = _open_regular(where, os.O_WRONLY | os.O_CREAT, "write")
     try:
         os.ftruncate(fd, 0)
         view = memoryview(data)
