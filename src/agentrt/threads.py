@@ -27,6 +27,11 @@ class ThreadRecord:
     executable: str
     model: str | None = None
     session_id: str | None = None
+    agent: str | None = None
+    """The configured agent the thread talks to (``[agents.NAME]``); ``None``: the front end's default.
+
+    Saving a record whose ``agent`` is ``None`` keeps the one stored (a front end that does not know it
+    does not forget it)."""
 
 
 class ThreadStore(Protocol):

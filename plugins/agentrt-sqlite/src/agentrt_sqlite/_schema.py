@@ -202,8 +202,13 @@ def _v6(db: _Tx) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN reply_clipped INTEGER NOT NULL DEFAULT 0")
 
 
+def _v7(db: _Tx) -> None:
+    # The configured agent a thread talks to (the web UI's agent picker); NULL: the default agent.
+    db.execute("ALTER TABLE threads ADD COLUMN agent TEXT")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -75,7 +75,7 @@ class SqliteStore(BotRows):
 
         def q(db: sqlite3.Connection) -> Any:
             return db.execute(
-                "SELECT name, dialect, executable, model, session_id FROM threads WHERE name = ?",
+                "SELECT name, dialect, executable, model, session_id, agent FROM threads WHERE name = ?",
                 (name,),
             ).fetchone()
 
@@ -94,11 +94,12 @@ class SqliteStore(BotRows):
 
         def q(db: sqlite3.Connection) -> None:
             db.execute(
-                "INSERT INTO threads (name, dialect, executable, model, session_id, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET dialect = excluded.dialect,"
+                "INSERT INTO threads (name, dialect, executable, model, session_id, agent, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET dialect = excluded.dialect,"
                 " executable = excluded.executable, model = excluded.model,"
-                " session_id = excluded.session_id, updated_at = excluded.updated_at",
-                (record.name, record.dialect, record.executable, record.model, session, now, now),
+                " session_id = excluded.session_id, agent = COALESCE(excluded.agent, threads.agent),"
+                " updated_at = excluded.updated_at",
+                (record.name, record.dialect, record.executable, record.model, session, record.agent, now, now),
             )
 
         await self._run(q)
@@ -108,14 +109,14 @@ class SqliteStore(BotRows):
 
         def q(db: sqlite3.Connection) -> list[Any]:
             return db.execute(
-                "SELECT t.name, t.dialect, t.executable, t.model, t.session_id, t.created_at,"
+                "SELECT t.name, t.dialect, t.executable, t.model, t.session_id, t.agent, t.created_at,"
                 " t.updated_at, (SELECT count(*) FROM turns u JOIN conversations c"
                 " ON u.conversation_id = c.id WHERE c.thread_id = t.id)"
                 " FROM threads t ORDER BY t.updated_at DESC, t.name"
             ).fetchall()
 
         rows = await self._run(q)
-        return [ThreadSummary(record=_thread(r[:5])[0], created_at=r[5], updated_at=r[6], turns=r[7]) for r in rows]
+        return [ThreadSummary(record=_thread(r[:6])[0], created_at=r[6], updated_at=r[7], turns=r[8]) for r in rows]
 
     async def delete_thread(self, name: str) -> bool:
         """Forget a thread with its conversations, turns and events; ``False`` if unknown."""
@@ -237,7 +238,7 @@ class SqliteStore(BotRows):
 
 
 def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:
-    name, dialect, executable, model, session = row
+    name, dialect, executable, model, session, agent = row
     diag = None
     if session is not None and not SESSION_ID_RE.fullmatch(session):
         # Never hand a malformed id to --resume; say so without echoing it.
@@ -246,5 +247,7 @@ def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:
             detail=f"thread {name!r} has a stored session id that is not a valid resume id; starting fresh",
         )
         session = None
-    record = ThreadRecord(name=name, dialect=dialect, executable=executable, model=model, session_id=session)
+    record = ThreadRecord(
+        name=name, dialect=dialect, executable=executable, model=model, session_id=session, agent=agent
+    )
     return record, diag

@@ -45,7 +45,7 @@ _STATUS = {
     "unknown_thread": 404, "unknown_bot": 404, "turn_in_progress": 409, "empty_prompt": 400,
     "prompt_too_long": 413, "invalid_thread_name": 400, "unknown_action": 400, "bad_request": 400,
     "supervisor_unavailable": 409, "bots_unavailable": 404, "thread_exists": 409, "not_found": 404,
-    "thread_rename_unsupported": 501, "approval_closed": 409,
+    "thread_rename_unsupported": 501, "approval_closed": 409, "unknown_agent": 400, "config_invalid": 400,
 }  # fmt: skip
 
 
@@ -88,7 +88,8 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         session = getattr(request.state, "session", None)
         return {"request": request, "csrf": session.csrf if session is not None else "",
                 "auth_enabled": state.token is not None, "bots_available": state.bots.available,
-                "agent_name": state.chats.agent_name(), "model": state.chats.launch.model or "", **extra}
+                "agent_name": state.chats.agent_name(), "model": state.chats.launch.model or "",
+                "agent_choices": state.chats.agents.choices(), **extra}
 
     async def not_found(request: Request, exc: Exception | None = None, detail: str = "") -> Response:
         # Browsers get a page to find their way back from; API and stream clients get the usual JSON.
@@ -131,9 +132,11 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         if live_state is not None and turns and turns[-1].get("outcome") in (None, "running"):
             turns = turns[:-1]  # the database's row of the turn in flight: drawn live instead
         last = state.hub.last_id(f"thread:{name}")
+        agent = await state.chats.thread_agent(name)
         return await page("chat.html", ctx(
             request, threads=threads, thread=name, turns=turns, live=live_state, messages=messages,
-            model=await state.chats.model(name), q=request.query_params.get("q", ""), last=last))
+            model=await state.chats.model(name), q=request.query_params.get("q", ""), last=last,
+            agent_name=state.chats.agents.label(agent), thread_agent=agent or ""))
 
     async def bots_page(request: Request) -> Response:
         last = state.hub.last_id("bots")  # before reading: later changes are replayed
@@ -224,7 +227,14 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         return JSONResponse({"threads": await state.chats.list_threads(request.query_params.get("q", ""))})
 
     async def api_new_thread(request: Request) -> Response:
-        name = await state.chats.create()
+        try:
+            body = await _json(request) if await request.body() else {}
+            agent = body.get("agent") or None
+            if agent is not None and not isinstance(agent, str):
+                raise AgentrtError("bad_request", "agent must be the name of a configured agent")
+            name = await state.chats.create(agent)
+        except AgentrtError as exc:
+            return _error(exc)
         return JSONResponse({"name": name, "url": f"/threads/{name}"}, status_code=201)
 
     async def api_send(request: Request) -> Response:

@@ -31,6 +31,7 @@ from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed
 from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadStore
 
+from ._agents import ThreadAgent, WebAgents
 from ._hub import Hub, sse_frame
 from ._render import title_of
 from ._websink import FRAME_BUDGET as FRAME_BUDGET
@@ -74,6 +75,8 @@ class _Live:
     idle: trio.Event = attrs.Factory(trio.Event)
     last_prompt: str = ""
     db_sink: Any = None
+    #: The agent the thread talks to (its own, else the server's default).
+    agent: ThreadAgent | None = None
     #: The key of the turn in flight (or last run): a Stop names the turn it was issued for.
     turn_key: str = ""
     #: The turn a Stop is (or was) under way for, and when it is over.
@@ -97,6 +100,7 @@ class ChatManager:
         agent: str | None = None,
         approval: Mapping[str, Any] | None = None,
         permissions: Any = None,
+        agents: WebAgents | None = None,
     ) -> None:
         self._nursery = nursery
         self.plugins = plugins
@@ -106,15 +110,17 @@ class ChatManager:
         #: The store's listing, history and deletion, when it offers them.
         self.browser: ThreadBrowser | None = store if isinstance(store, ThreadBrowser) else None
         self.launch = launch
-        #: The configured agent's name (``agentrt web -a NAME``), recorded with each conversation.
+        #: The default agent's name (``agentrt web -a NAME``), recorded with each conversation.
         self.agent = agent
+        #: The agents a thread can talk to (the picker's); the default is ``launch`` / ``agent``.
+        self.agents = agents if agents is not None else WebAgents(
+            ThreadAgent(name=agent, launch=launch, permissions=permissions))
         self.term_grace = term_grace
         from ._approvals import WebApprovals
 
         #: Tool-approval questions open on the pages; ``approval`` holds the command's options.
         self.approvals = WebApprovals(hub)
         self._approval = dict(approval or {})
-        self._permissions = permissions
         self._live: dict[str, _Live] = {}
         self._opening: dict[str, trio.Lock] = {}
         self._titles: dict[str, str] = {}
@@ -178,8 +184,16 @@ class ChatManager:
                     pass
 
     def agent_name(self) -> str:
-        """What the header calls the agent: its configured name, else its executable's."""
-        return self.agent or str(self.launch.executable).rsplit("/", 1)[-1]
+        """What the header calls the default agent: its configured name, else its executable's."""
+        return self.agents.default.label
+
+    async def thread_agent(self, name: str) -> str | None:
+        """The configured agent thread ``name`` talks to (``None``: the default)."""
+        live = self._live.get(name)
+        if live is not None and live.agent is not None:
+            return live.agent.name
+        record = await self.store.get_thread(name)
+        return getattr(record, "agent", None) if record is not None else None
 
     async def model(self, name: str | None) -> str:
         """The model of thread ``name`` as last reported, else the configured one ("" if unknown)."""
@@ -240,11 +254,16 @@ class ChatManager:
         return name in self._live or await self.store.get_thread(name) is not None
 
     # -- actions ---------------------------------------------------------
-    async def create(self) -> str:
-        """A new, empty thread; returns its name."""
+    async def create(self, agent: str | None = None) -> str:
+        """A new, empty thread talking to configured agent ``agent`` (``None``: the default); returns its name.
+
+        ``unknown_agent`` (or the agent's ``config_invalid``) when that agent cannot run.
+        """
+        chosen = self.agents.get(agent)
+        launch = chosen.launch
         name = f"web-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         await self.store.save_thread(ThreadRecord(
-            name=name, dialect=self.launch.protocol, executable=self.launch.executable, model=self.launch.model))
+            name=name, dialect=launch.protocol, executable=launch.executable, model=launch.model, agent=chosen.name))
         return name
 
     async def delete(self, name: str) -> bool:
@@ -333,7 +352,8 @@ class ChatManager:
                 record = await self.store.get_thread(name)
             if record is None:
                 raise AgentrtError("unknown_thread", f"no thread named {name!r}")
-            live = _Live(name=name, sink=WebSink(self.hub, name, self._nursery))
+            live = _Live(name=name, sink=WebSink(self.hub, name, self._nursery),
+                         agent=self.agents.get(getattr(record, "agent", None)))
             with trio.fail_after(_OPEN_TIMEOUT):
                 await self._nursery.start(self._host, live, record.session_id)
             self._live[name] = live
@@ -343,12 +363,14 @@ class ChatManager:
         from agentrt import open_conversation
 
         sinks: list[Any] = [live.sink]
+        agent = live.agent or self.agents.default
+        launch = agent.launch
         factory = self.plugins.sink_for("recorder")
         if factory is not None:
             try:
-                live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": self.launch.protocol,
-                                        "executable": self.launch.executable, "model": self.launch.model,
-                                        "agent": self.agent})
+                live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": launch.protocol,
+                                        "executable": launch.executable, "model": launch.model,
+                                        "agent": agent.name})
                 sinks.append(live.db_sink)
             except AgentrtError:
                 raise
@@ -356,9 +378,9 @@ class ChatManager:
                 raise AgentrtError("database_sink_failed", f"the database sink could not start: "
                                    f"{type(exc).__name__}") from exc
         started = False
-        policy = self._policy(live.name)
+        policy = self._policy(live.name, agent.permissions)
         try:
-            async with open_conversation(self.launch, plugins=self.plugins, resume=resume, sinks=sinks,
+            async with open_conversation(launch, plugins=self.plugins, resume=resume, sinks=sinks,
                                          parent_env=self.env, term_grace=self.term_grace,
                                          permission_policy=policy, conversation_id=policy.conversation_id) as conv:
                 live.conv = conv
@@ -378,7 +400,7 @@ class ChatManager:
                 del self._live[live.name]
             live.closed.set()
 
-    def _policy(self, name: str) -> Any:
+    def _policy(self, name: str, permissions: Any) -> Any:
         """Thread ``name``'s tool-approval policy: asks on its pages, records in the database."""
         import uuid
 
@@ -387,7 +409,7 @@ class ChatManager:
         opts = self._approval
         return build_approval_policy(
             default_mode="ask", permission_mode=opts.get("permission_mode"), allow_tools=opts.get("allow_tools", ()),
-            deny_tools=opts.get("deny_tools", ()), config=self._permissions, asker=self.approvals.asker(name),
+            deny_tools=opts.get("deny_tools", ()), config=permissions, asker=self.approvals.asker(name),
             ask_timeout=opts.get("ask_timeout", 50.0), recorder=getattr(self.store, "record_approval", None),
             conversation_id=str(uuid.uuid4()), thread=name,
             notify=lambda note: print(f"agentrt web: thread {name!r}: {note}", file=sys.stderr),
@@ -407,9 +429,10 @@ class ChatManager:
                 if isinstance(event, (TurnCompleted, TurnFailed)):
                     self._idle(live)  # the next message may go now; saving the thread can trail
             if conv.session_id:
+                launch = (live.agent or self.agents.default).launch
                 await self.store.save_thread(ThreadRecord(
-                    name=live.name, dialect=self.launch.protocol, executable=self.launch.executable,
-                    model=conv.model, session_id=conv.session_id))
+                    name=live.name, dialect=launch.protocol, executable=launch.executable,
+                    model=conv.model, session_id=conv.session_id, agent=live.agent.name if live.agent else None))
         except AgentrtError as exc:
             # Failures before the turn reached the agent: show them as the turn's error bubble.
             self.hub.publish(live.sink.topic, sse_frame({"t": time.time(), "m": [

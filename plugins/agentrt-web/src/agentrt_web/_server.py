@@ -66,6 +66,7 @@ async def serve_web(
     from agentrt import get_plugins
     from agentrt.config import resolve_agent
 
+    from ._agents import ThreadAgent, WebAgents
     from ._app import WebState, build_app
     from ._bots import BotManager
     from ._chat import ChatManager
@@ -105,9 +106,11 @@ async def serve_web(
     config.keep_alive_timeout = 5.0
 
     async with trio.open_nursery() as nursery:
+        agents = WebAgents(ThreadAgent(name=resolved.name, launch=launch, permissions=resolved.permissions),
+                           env, resolved.config)
         chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
                             term_grace=options.term_grace, agent=resolved.name, approval=options.approval,
-                            permissions=resolved.permissions)
+                            permissions=resolved.permissions, agents=agents)
         bots = BotManager(nursery, hub=hub, env=env, supervise=options.supervise_bots)
         state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
         app = build_app(state, loopback_only=loopback)

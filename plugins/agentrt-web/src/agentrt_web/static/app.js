@@ -43,11 +43,22 @@
 
   // ---- threads sidebar ---------------------------------------------------
   function initSidebar() {
+    // The agent of a new thread (as a chat app picks a model): the last one picked in this browser.
+    const pick = document.getElementById("new-agent");
+    if (pick) {
+      let remembered = null;
+      try { remembered = window.localStorage.getItem("agentrt.newAgent"); } catch (e) { remembered = null; }
+      if (remembered !== null && [...pick.options].some((o) => o.value === remembered)) pick.value = remembered;
+      pick.addEventListener("change", () => {
+        try { window.localStorage.setItem("agentrt.newAgent", pick.value); } catch (e) { /* private mode */ }
+      });
+    }
     const btn = document.getElementById("new-thread");
     if (btn) {
       btn.addEventListener("click", async () => {
-        const r = await post("/api/threads");
+        const r = await post("/api/threads", pick && pick.value ? { agent: pick.value } : undefined);
         if (r.ok) window.location.assign(r.data.url);
+        else window.alert("Could not start a thread: " + ((r.data.error && r.data.error.detail) || r.status));
       });
     }
     const search = document.getElementById("thread-search");
