@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, NoReturn
 
 import click
@@ -61,6 +62,11 @@ class _StdoutSink:
 
         self.as_json = as_json
         self.wrote_text = False
+        # Where the plain text stands: the last delta's block index, whether a tool call
+        # came since (the next text is another block), whether a newline ended it.
+        self._index: Any = None
+        self._break = False
+        self._at_line_start = True
         # Bulk output (--json writes about 2.8x the agent's text) fills a 64 KiB pipe
         # several times per batch: the first time it does, the pipe grows.
         self.writer = FdWriter(fd, pipe_size=STDOUT_PIPE_SIZE)
@@ -89,12 +95,41 @@ class _StdoutSink:
                 for ev in batch.events
             ])
         else:
-            texts = [ev.text for ev in batch.events if type(ev) is TextDelta]
+            events = batch.events
+            texts = [ev.text for ev in events if type(ev) is TextDelta]
+            if len(texts) != len(events) or self._break or not events[0].index == events[-1].index == self._index:
+                texts = self._blocks(events)  # not one block's deltas alone: separate the blocks
             if not texts:
                 return
             self.wrote_text = True
+            self._at_line_start = texts[-1].endswith("\n")
             data = "".join(texts).encode("utf-8", "replace")
         await self._write(data)
+
+    def _blocks(self, events: Any) -> list[str]:
+        """The text of ``events``, a newline between two text blocks (a tool call, another block index)."""
+        from .events import TextDelta, ToolResult, ToolUse
+
+        out: list[str] = []
+        for ev in events:
+            kind = type(ev)
+            if kind is TextDelta:
+                index = ev.index
+                ended = self._break or (type(index) is int and self._index is not None and index != self._index)
+                if ended and not self._ends_line(out):
+                    out.append("\n")
+                self._break = False
+                self._index = index if type(index) is int else self._index
+                out.append(ev.text)
+            elif kind is ToolUse or kind is ToolResult:
+                self._break, self._index = True, None
+        return out
+
+    def _ends_line(self, out: list[str]) -> bool:
+        # Nothing written yet counts as a line start: no newline before the first text.
+        if out:
+            return out[-1].endswith("\n")
+        return self._at_line_start or not self.wrote_text
 
     async def _write(self, data: bytes) -> None:
         from .errors import AgentrtError
@@ -112,6 +147,21 @@ class _StdoutSink:
     async def aclose(self) -> None:
         if not self.as_json and self.wrote_text and not self.output_closed:
             await self._write(b"\n")
+
+
+class PausingAsker:
+    """An asker that asks with the terminal sink's drawing paused, so nothing repaints over the question."""
+
+    def __init__(self, asker: Callable[[Any], Awaitable[Any]]) -> None:
+        self.asker = asker
+        #: The terminal sink's ``paused`` (a :class:`~agentrt.sinks.PausableSink`), once there is one.
+        self.pause: Callable[[str | None], AbstractAsyncContextManager[None]] | None = None
+
+    async def __call__(self, prompt: Any) -> Any:
+        if self.pause is None:
+            return await self.asker(prompt)
+        async with self.pause(prompt.request_id):
+            return await self.asker(prompt)
 
 
 def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
@@ -208,7 +258,7 @@ def run(
     if sys.stdin.isatty() and sys.stderr.isatty():  # mode ask asks on the terminal; elsewhere it denies
         from ._ask_terminal import TerminalAsker
 
-        asker = TerminalAsker(lambda text: click.echo(text, err=True))
+        asker = PausingAsker(TerminalAsker(lambda text: click.echo(text, err=True)))
     try:
         policy = build_approval_policy(
             default_mode="deny", permission_mode=permission_mode, allow_tools=allow_tools, deny_tools=deny_tools,
@@ -220,7 +270,7 @@ def run(
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout,
-                      policy, conversation_id)
+                      policy, conversation_id, asker)
     sys.exit(status)
 
 
@@ -258,6 +308,7 @@ async def _run(
     turn_timeout: float | None = None,
     policy: Any = None,
     conversation_id: str | None = None,
+    asker: PausingAsker | None = None,
 ) -> int:
     import trio
 
@@ -286,6 +337,10 @@ async def _run(
     except AgentrtError as exc:  # ambiguous_sink_role, duplicate_registration: a configuration error
         fail(exc.code, exc.detail)
     sinks: list[Any] = [terminal_sink({})] if terminal_sink is not None else [sink]
+    from .sinks import PausableSink
+
+    if asker is not None and isinstance(sinks[0], PausableSink):
+        asker.pause = sinks[0].paused  # the live status line holds still while a question is asked
     if log_sink is not None:
         sinks.append(log_sink)
 

@@ -27,18 +27,25 @@ knowing plugin names:
   UI use it); options ``env``, ``thread``, ``dialect``, ``executable``, ``model``;
 * ``"other"`` (the default): only attached when asked for by name.
 
-At most one loaded sink may hold the ``terminal`` or ``recorder`` role.
+At most one loaded sink may hold the ``terminal`` or ``recorder`` role.  A
+``terminal`` sink that redraws (a live status line) should be a
+:class:`PausableSink`: ``agentrt run`` and ``chat`` pause it while they ask a
+question on the same terminal, so the question stays visible until answered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
-__all__ = ["Sink", "SinkFactory", "SinkRegister", "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter", "OUTPUT_CLOSED"]
+__all__ = [
+    "Sink", "PausableSink", "SinkFactory", "SinkRegister", "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter",
+    "OUTPUT_CLOSED",
+]
 
 BufferPolicy = Literal["block", "coalesce"]
 SinkRole = Literal["terminal", "recorder", "other"]
@@ -73,6 +80,22 @@ class Sink(Protocol):
 
 SinkFactory = Callable[[Mapping[str, Any]], Sink]
 """A registered sink factory: options in, sink out."""
+
+
+@runtime_checkable
+class PausableSink(Protocol):
+    """A sink that can hold its drawing while something else uses the terminal (a declared capability).
+
+    ``async with sink.paused(request_id):`` nothing is drawn inside the block
+    (batches that arrive meanwhile wait, or coalesce), and what was on the
+    screen stays as it was; drawing resumes when the block is left.  Given the
+    id of the control request being asked about, the sink first draws up to
+    it (briefly bounded), so what the question is about is on the screen.
+    """
+
+    def paused(self, after_request: str | None = None) -> AbstractAsyncContextManager[None]:
+        """A context in which the sink draws nothing."""
+        ...
 
 
 class SinkRegister(Protocol):

@@ -34,7 +34,7 @@ async def test_piped_chat_plain_output_and_commands(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "\x1b" not in out
-    assert "[Running: ls -la]" in out and "reply to: **hi**" in out
+    assert "● Bash: ls -la\nreply to: **hi**" in out  # the tool call on a line of its own
     assert "(7 in · 3 out · " in done.stderr  # the footer: not part of the output
     assert "/thread  the thread name" in out and "turns: 1\ninput tokens: 7\noutput tokens: 3" in out
     assert "unknown command /bogus" in out

@@ -50,8 +50,10 @@ async def test_plain_output_to_a_file_has_no_escape_codes(tmp_path: Path) -> Non
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     assert out == (
         "# Title\n\nSome **bold** text.\n"
-        "[Running: git status --short]\n"
+        "● Bash: git status --short\n"
+        "  │ rm -rf /\n"
         "[rate limited: retrying in 3 s]\n"
+        "  ⎿ ok\n"
         "· malformed_output: 1 line was not JSON\n"
         "(12 in · 2 out · 1.5 s)\n"
     )
@@ -79,7 +81,8 @@ async def test_rich_view_streams_then_renders_markdown() -> None:
     assert "**" not in final.split("text.")[0]  # the final render is Markdown, not raw
     assert "Title" in out and "[2J" not in out
     assert "12 in · 2 out · 1.5 s" in out
-    assert "rm -rf" not in out  # only the command's first line is shown
+    # A tool call has lines of its own: the whole command (every line), then its result.
+    assert "Bash\x1b[0m: git status --short\n  │ rm -rf /\n" in out and "  ⎿ ok" in out
 
 
 async def test_tui_conforms() -> None:
@@ -163,3 +166,49 @@ async def test_plain_output_stops_cleanly_when_the_pipe_reader_goes_away() -> No
                                          events=(TurnCompleted(),)))  # dropped, not an error
             await sink.wait_turns(1)  # returns: nothing more will be drawn
             await sink.aclose()
+
+
+async def test_text_blocks_and_tool_calls_get_lines_of_their_own() -> None:
+    buf = io.StringIO()
+    await _feed(TuiSink(buf), [
+        [TurnStarted(turn=1, prompt="x")],
+        [TextDelta(text="I will run a command.", index=0),
+         ToolUse(id="t", name="Bash", input={"command": "echo hi\x1b[2J"})],
+        [ToolResult(tool_use_id="t", content=[{"type": "text", "text": "hi\nthere\n"}])],
+        [TextDelta(text="The tool said: hi", index=0), TextDelta(text="Second block.", index=1)],
+        [ToolUse(id="u", name="Read", input={"file_path": "/tmp/a.py"}),
+         ToolResult(tool_use_id="u", content="no such file", is_error=True)],
+        [TurnCompleted()],
+    ])
+    assert buf.getvalue() == (
+        "I will run a command.\n"
+        "● Bash: echo hi\\x1b[2J\n"  # the whole command, its escape shown, never sent to the terminal
+        "  ⎿ hi (+1 lines)\n"
+        "The tool said: hi\n"
+        "Second block.\n"
+        "● Read: Reading a.py\n"
+        "  ⎿ failed: no such file\n"
+        "(1.2 s)\n"
+    )
+
+
+async def test_paused_draws_nothing_until_resumed() -> None:
+    import trio
+    import trio.testing
+
+    buf = io.StringIO()
+    sink = TuiSink(buf, terminal=True, width=80)
+    await sink.handle(EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0,
+                                 events=(TurnStarted(turn=1, prompt="x"), TextDelta(text="before"))))
+    with trio.fail_after(30):  # hang guard only
+        async with trio.open_nursery() as nursery, sink.paused():
+            assert sink.view._live is None  # type: ignore[attr-defined]  # the live region is stopped
+            held = buf.getvalue()
+            assert "before" in held  # what it showed stays on the screen
+            nursery.start_soon(sink.handle, EventBatch(source="c", first_seq=2, mono=1.0, wall=0.0,
+                                                       events=(TextDelta(text="after"),)))
+            await trio.testing.wait_all_tasks_blocked()
+            assert buf.getvalue() == held  # the batch waits: nothing repaints over a question
+    await sink.handle(EventBatch(source="c", first_seq=3, mono=2.0, wall=0.0, events=(TurnCompleted(),)))
+    await sink.aclose()
+    assert "after" in buf.getvalue()[len(held):]  # drawn once the pause ended

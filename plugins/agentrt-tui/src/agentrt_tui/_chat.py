@@ -281,10 +281,18 @@ def _approval_policy(
         click.echo(f"· {text}", err=True) if console is None else tui.view.note(f"· {text}")
 
     asker = TerminalAsker(show) if interactive else None
+
+    async def ask_paused(prompt: Any) -> Any:
+        # The live region holds still while the question is on the screen: nothing repaints over it.
+        assert asker is not None
+        async with tui.paused(prompt.request_id):
+            return await asker(prompt)
+
     policy = build_approval_policy(
         default_mode="ask", permission_mode=approval.get("permission_mode"),
         allow_tools=approval.get("allow_tools", ()), deny_tools=approval.get("deny_tools", ()),
-        config=resolved.permissions, asker=asker, ask_timeout=approval.get("ask_timeout", 50.0),
+        config=resolved.permissions, asker=ask_paused if asker is not None else None,
+        ask_timeout=approval.get("ask_timeout", 50.0),
         recorder=None if no_log else store_recorder(plugins, env), conversation_id=str(uuid.uuid4()),
         thread=thread_name, notify=note, no_asker_note="stdin is not a terminal",
     )

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import IO, Any, Literal
 
 import trio
 
 from agentrt.errors import AgentrtError
-from agentrt.events import EventBatch, TurnCompleted, TurnFailed
+from agentrt.events import ControlRequest, EventBatch, TurnCompleted, TurnFailed
 from agentrt.sinks import OUTPUT_CLOSED, FdWriter
 
-from ._view import PlainView, RichView, TurnView
+from ._richview import RichView
+from ._view import PlainView, TurnView
 
 __all__ = ["TuiSink", "make_sink"]
+
+# How long a pause waits for the sink to draw what led to the question (the tool call) first.
+_CATCH_UP = 1.0
+# Drawn control requests remembered (their ids), so a pause can wait for its own.
+_REQUESTS_KEPT = 64
 
 
 class TuiSink:
@@ -69,6 +76,7 @@ class TuiSink:
         #: Turns whose end has been drawn.
         self.turns_drawn = 0
         self._drawn = trio.Event()
+        self._requests_drawn: list[str] = []
 
     async def handle(self, batch: EventBatch) -> None:
         """Draw one batch."""
@@ -80,7 +88,15 @@ class TuiSink:
                 await self._write_plain()
             else:
                 await trio.to_thread.run_sync(self.view.feed, batch)
-            ended = sum(1 for ev in batch.events if isinstance(ev, (TurnCompleted, TurnFailed)))
+            ended = 0
+            for ev in batch.events:
+                kind = type(ev)
+                if kind is TurnCompleted or kind is TurnFailed:
+                    ended += 1
+                elif isinstance(ev, ControlRequest):
+                    self._requests_drawn = [*self._requests_drawn[-_REQUESTS_KEPT + 1 :], ev.request_id]
+                    self._drawn.set()
+                    self._drawn = trio.Event()
             if ended:
                 self.turns_drawn += ended
                 self._drawn.set()
@@ -102,6 +118,32 @@ class TuiSink:
                 raise
             self.output_closed = self._closed = True
             self._drawn.set()
+
+    @asynccontextmanager
+    async def paused(self, after_request: str | None = None) -> AsyncIterator[None]:
+        """Draw nothing inside the block (a question is being asked on this terminal); resume after it.
+
+        The live region is stopped with what it showed left on the screen, so
+        nothing repaints over the question.  Batches that arrive meanwhile wait
+        (the ``coalesce`` policy merges them).  With ``after_request`` (a
+        control request's id) it first lets the sink draw up to that request,
+        for at most a second, so the tool call asked about is on the screen
+        above the question.
+        """
+        if after_request is not None:
+            with trio.move_on_after(_CATCH_UP):
+                while after_request not in self._requests_drawn and not self._closed:
+                    await self._drawn.wait()
+        async with self._lock:
+            if self._closed or not self.terminal:
+                yield  # plain lines never repaint anything
+                return
+            await trio.to_thread.run_sync(self.view.pause)
+            try:
+                yield
+            finally:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self.view.resume)
 
     async def wait_turns(self, count: int) -> None:
         """Wait until the end of ``count`` turns has been drawn (callers bound the wait)."""

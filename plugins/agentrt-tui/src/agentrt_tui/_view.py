@@ -1,9 +1,13 @@
 """What the terminal UI shows, as two views over the same turn state.
 
-``RichView`` (a terminal): the reply streams as raw text in a ``rich.live``
-region with one status line under it, and is re-rendered as Markdown when the
-turn completes.  ``PlainView`` (a pipe or a file): the same information as
-plain lines, never an escape code.  Both strip control characters from
+``RichView`` (a terminal, :mod:`agentrt_tui._richview`): the reply's current text block streams as raw
+text in a ``rich.live`` region with one status line under it, and is
+re-rendered as Markdown once the block ends (a tool call, another block, the
+turn's end).  A tool call gets lines of its own (``● Bash: <the whole
+command>``, then ``⎿ <one line of result>``), and text blocks are separated.
+While a question is asked on the terminal the live region is stopped
+(:meth:`TurnView.pause`), so nothing repaints over it.  ``PlainView`` (a pipe
+or a file): the same information as plain lines, never an escape code.  Both strip control characters from
 everything the agent sends, so an agent cannot drive the user's terminal.
 Views are synchronous; the sink calls them from a worker thread.
 """
@@ -11,7 +15,7 @@ Views are synchronous; the sink calls them from a worker thread.
 from __future__ import annotations
 
 import re
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from agentrt.events import (
     Diagnostic,
@@ -29,7 +33,9 @@ from agentrt.events import (
     Usage,
 )
 
-__all__ = ["TurnView", "RichView", "PlainView", "clean", "footer_text", "tool_status"]
+from ._toolline import call_lines, result_line
+
+__all__ = ["TurnView", "PlainView", "clean", "footer_text", "tool_status"]
 
 # Whole escape sequences first (CSI, OSC, two-byte), so no "[2J" residue is left...
 _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -100,6 +106,7 @@ class TurnView:
         self.status = ""
         self.started: float | None = None
         self.in_turn = False
+        self._index: int | None = None  # the block index of the last text delta
 
     def feed(self, batch: EventBatch) -> None:
         """Apply one batch (in order)."""
@@ -113,6 +120,11 @@ class TurnView:
         elif isinstance(event, TextDelta):
             if not self.in_turn:
                 self.begin(mono)
+            index = event.index
+            if type(index) is int:
+                if self._index is not None and index != self._index:
+                    self.block_break()  # another block: not glued to the last one
+                self._index = index
             text = clean(event.text)
             self.reply.append(text)
             self.status = "" if self.status == "Thinking…" else self.status
@@ -120,9 +132,15 @@ class TurnView:
         elif isinstance(event, ThinkingDelta):
             self.set_status("Thinking…")
         elif isinstance(event, ToolUse):
-            self.set_status(tool_status(event))
+            self.block_break()
+            self._index = None
+            self.status = tool_status(event)  # the live line says what runs
+            name, lines = call_lines(event)
+            self.tool_call(name, lines)
         elif isinstance(event, ToolResult):
-            self.set_status("Tool failed" if event.is_error else "")
+            self._index = None
+            self.status = ""
+            self.tool_result(result_line(event), event.is_error)
         elif isinstance(event, Status):
             self.set_status(_status_text(event))
         elif isinstance(event, Diagnostic):
@@ -138,6 +156,7 @@ class TurnView:
     def begin(self, mono: float) -> None:
         """A turn starts."""
         self.reply, self.status, self.started, self.in_turn = [], "", mono, True
+        self._index = None
 
     def set_status(self, text: str) -> None:
         """Replace the status line."""
@@ -146,6 +165,21 @@ class TurnView:
     # -- drawing, per view ---------------------------------------------------
     def text(self, text: str) -> None:
         """Reply text arrived."""
+
+    def block_break(self) -> None:
+        """The current text block ended (a tool call or another block follows)."""
+
+    def tool_call(self, name: str, lines: list[str]) -> None:
+        """A tool call: its name and the whole command (escaped lines) or a summary."""
+
+    def tool_result(self, text: str, failed: bool) -> None:
+        """A tool's result, in one line."""
+
+    def pause(self) -> None:
+        """Stop redrawing (a question is asked on the terminal) until :meth:`resume`."""
+
+    def resume(self) -> None:
+        """Redraw again after :meth:`pause`."""
 
     def refresh(self) -> None:
         """Redraw after a batch."""
@@ -195,6 +229,20 @@ class PlainView(TurnView):
     def text(self, text: str) -> None:
         self._write(text)
 
+    def block_break(self) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+
+    def tool_call(self, name: str, lines: list[str]) -> None:
+        self._line(f"● {name}: {lines[0]}" if lines else f"● {name}")
+        for line in lines[1:]:
+            self._line(f"  │ {line}")
+        self._shown_status = self.status
+
+    def tool_result(self, text: str, failed: bool) -> None:
+        self._line(f"  ⎿ {text}")
+        self._shown_status = ""
+
     def set_status(self, text: str) -> None:
         super().set_status(text)
         if text and text != self._shown_status:
@@ -234,73 +282,3 @@ def _failure(event: TurnFailed) -> str:
     }
     message = words.get(event.code) or clean(event.message) or "the turn failed"
     return f"{_bounded(message, 300)} [{event.code}]"
-
-
-class RichView(TurnView):
-    """A live region for the reply and the status line; Markdown once the turn is done."""
-
-    def __init__(self, file: IO[str], *, force_terminal: bool | None = None, width: int | None = None) -> None:
-        super().__init__()
-        from rich.console import Console
-
-        self.console = Console(file=file, force_terminal=force_terminal, width=width,
-                               highlight=False, markup=False, emoji=False)
-        self._live: Any = None
-
-    def _renderable(self) -> Any:
-        from rich.console import Group
-        from rich.text import Text
-
-        parts: list[Any] = [Text("".join(self.reply))]
-        if self.status:
-            parts.append(Text(f"⋯ {self.status}", style="cyan"))
-        return Group(*parts)
-
-    def begin(self, mono: float) -> None:
-        super().begin(mono)
-        self._stop()
-        from rich.live import Live
-
-        self._live = Live(self._renderable(), console=self.console, refresh_per_second=12,
-                          transient=False, vertical_overflow="visible", auto_refresh=True)
-        self._live.start()
-
-    def refresh(self) -> None:
-        if self._live is not None:
-            self._live.update(self._renderable())
-
-    def note(self, text: str) -> None:
-        from rich.text import Text
-
-        self.console.print(Text(text, style="dim"))
-
-    def error(self, text: str) -> None:
-        from rich.text import Text
-
-        self.console.print(Text(text, style="bold red"))
-
-    def finish(self, event: TurnCompleted | TurnFailed, footer: str) -> None:
-        from rich.markdown import Markdown
-        from rich.text import Text
-
-        reply = "".join(self.reply)
-        if not reply and isinstance(event, TurnCompleted) and event.result:
-            reply = clean(event.result)
-        final: Any = Markdown(reply) if isinstance(event, TurnCompleted) and reply else Text(reply)
-        if self._live is not None:
-            self._live.update(final, refresh=True)
-            self._stop()
-        elif reply:
-            self.console.print(final)
-        if isinstance(event, TurnFailed):
-            self.error(_failure(event))
-        if footer:
-            self.console.print(Text(footer, style="dim"))
-
-    def _stop(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
-
-    def close(self) -> None:
-        self._stop()
