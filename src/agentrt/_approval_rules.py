@@ -28,10 +28,11 @@ kind of rule asks:
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -156,7 +157,7 @@ class Rule:
             return "yes" if words is not None and _words_match(self.words, self.prefix, words) else "no"
         if isinstance(value, str):
             return _deny_script(self, value, 0)
-        return _deny_words(self, value, " ".join(value), 0)
+        return _deny_words(self, value, lambda: " ".join(value), 0)
 
 
 def _words_match(rule: Sequence[str], prefix: bool, words: Sequence[str | None]) -> bool:
@@ -166,8 +167,12 @@ def _words_match(rule: Sequence[str], prefix: bool, words: Sequence[str | None])
 def _deny_script(rule: Rule, script: str, depth: int) -> Match:
     found = simple_commands(script)
     result: Match = "maybe" if found.error else "no"
-    for words, text in zip(found.commands, found.texts):
-        verdict = _deny_words(rule, words, text, depth)
+    seen: set[tuple[str | None, ...]] = set()
+    for index, words in enumerate(found.commands):
+        if words in seen and not any(w is not None and _program(w) in _RUNNERS for w in words):
+            continue  # the same words again (their text only matters to a runner's token scan)
+        seen.add(words)
+        verdict = _deny_words(rule, words, functools.partial(found.text, index), depth)
         if verdict == "yes":
             return "yes"
         if verdict == "maybe":
@@ -175,10 +180,12 @@ def _deny_script(rule: Rule, script: str, depth: int) -> Match:
     return result
 
 
+@functools.lru_cache(maxsize=4096)
 def _base(word: str) -> str:
     return word.rstrip("/").rsplit("/", 1)[-1]
 
 
+@functools.lru_cache(maxsize=4096)
 def _program(word: str) -> str:
     """``python3.11`` is ``python``: runner names without their version."""
     return re.sub(r"[0-9.]+$", "", _base(word)) or _base(word)
@@ -190,7 +197,7 @@ def _norm_word(word: str | None) -> str | None:
     return posixpath.normpath(re.sub("/+", "/", word))
 
 
-def _deny_words(rule: Rule, words: Sequence[str | None], text: str, depth: int) -> Match:
+def _deny_words(rule: Rule, words: Sequence[str | None], text: Callable[[], str], depth: int) -> Match:
     rest = list(words)
     wanted = [_norm_word(w) or "" for w in rule.words]
     while True:  # the command itself, then what each wrapper (sudo, env, nice, …) runs
@@ -223,7 +230,7 @@ def _deny_words(rule: Rule, words: Sequence[str | None], text: str, depth: int) 
     if any(w is not None and _program(w) in _RUNNERS for w in words):
         if any(w is None for w in words[1:]):
             return "maybe"
-        tokens = {_base(t) for t in _TOKEN.findall(text)}
+        tokens = {_base(t) for t in _TOKEN.findall(text())}
         if not wanted or _base(wanted[0]) in tokens:
             return "maybe"
     return "no"

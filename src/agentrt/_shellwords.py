@@ -24,19 +24,32 @@ Two questions, asked by the two kinds of rule:
 
 from __future__ import annotations
 
+import functools
+import time
 import unicodedata
-from collections.abc import Iterator
 
 import attrs
 import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-__all__ = ["MAX_PARSE", "Pattern", "ShellCommands", "plain_command", "printable", "simple_commands"]
+__all__ = [
+    "MAX_COMMANDS", "MAX_PARSE", "PARSE_BUDGET", "Pattern", "ShellCommands", "plain_command", "printable",
+    "simple_commands",
+]
 
-#: Longer texts are not parsed: an allow rule never matches them, a deny rule is unsure.
-MAX_PARSE = 1 << 20
+#: Longer texts (in characters) are not parsed: an allow rule never matches them, a deny rule is unsure.
+#: tree-sitter-bash recovers from some errors in time that grows faster than the text (``a|a|…|a|``:
+#: about 1 s at 4 KiB, 3 s at 8 KiB, 99 s at 64 KiB on a loaded 2-core machine), so the bound is small.
+MAX_PARSE = 4096
+#: Seconds the parser may take; past them it gives up (an allow rule does not match, a deny rule is unsure).
+#: It can only stop between steps, and one step of error recovery can take longer.
+PARSE_BUDGET = 0.25
+#: Simple commands (or a plain command's words) looked at; past them the same.
+MAX_COMMANDS = 20_000
 
 _LANGUAGE = Language(tree_sitter_bash.language())
+# Every simple command, found by tree-sitter itself (a walk in Python costs a second per 100,000 nodes).
+_COMMANDS = Query(_LANGUAGE, "(command) @command")
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:,@%+=")
 _UNSAFE_IN_DOUBLE = frozenset("$`\\!")
 # Unicode categories never part of a plain command: controls, format (bidi, zero-width), line and
@@ -62,19 +75,35 @@ def printable(text: str) -> bool:
     return True
 
 
-def _parse(text: str) -> tuple[bytes, Node]:
+@functools.lru_cache(maxsize=4)  # plain_command and simple_commands parse the same text
+def _parse(text: str) -> tuple[bytes, Node | None]:
+    """The text's bytes and its syntax tree, or ``None`` when the parser ran out of its budget."""
     data = text.encode("utf-8", "surrogatepass")
-    return data, Parser(_LANGUAGE).parse(data).root_node
+    deadline = time.monotonic() + PARSE_BUDGET
+
+    def read(offset: int, _point: object) -> bytes:
+        return data[offset:offset + 65536]
+
+    def give_up(*_state: object) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        return data, Parser(_LANGUAGE).parse(read, progress_callback=give_up).root_node
+    except ValueError:  # "Parsing failed": the budget ran out
+        return data, None
 
 
+@functools.lru_cache(maxsize=16)  # every allow rule asks about the same command
 def plain_command(text: str) -> tuple[str, ...] | None:
     """The words of ``text`` (quotes removed) when it is provably one simple command of plain words."""
     if not text or len(text) > MAX_PARSE or not printable(text):
         return None
     data, root = _parse(text)
-    if root.has_error or len(root.children) != 1 or root.children[0].type != "command":
+    if root is None or root.has_error or len(root.children) != 1 or root.children[0].type != "command":
         return None
     parts = root.children[0].children
+    if len(parts) > MAX_COMMANDS:
+        return None
     if not parts or parts[0].type != "command_name" or len(parts[0].children) != 1:
         return None
     nodes = [parts[0].children[0], *parts[1:]]
@@ -139,22 +168,33 @@ class ShellCommands:
 
     commands: tuple[tuple[str | None, ...], ...]
     """Each simple command's words; ``None`` for a word that is not a literal (an expansion)."""
-    texts: tuple[str, ...]
-    """Each simple command's source text (parallel to :attr:`commands`)."""
+    spans: tuple[tuple[int, int], ...]
+    """Each simple command's place in the source, in UTF-8 bytes (parallel to :attr:`commands`)."""
+    source: bytes
+    """The source, UTF-8."""
     error: bool
     """The parser could not parse all of the text (or it was too long to parse)."""
 
+    def text(self, index: int) -> str:
+        """The source text of simple command ``index``."""
+        start, end = self.spans[index]
+        return self.source[start:end].decode("utf-8", "surrogatepass")
 
+
+@functools.lru_cache(maxsize=16)  # every deny rule asks about the same command
 def simple_commands(text: str) -> ShellCommands:
     """Every simple command ``text`` may run, with its literal words (see the module docstring)."""
     if len(text) > MAX_PARSE:
-        return ShellCommands((), (), True)
-    _, root = _parse(text)
+        return ShellCommands((), (), b"", True)
+    data, root = _parse(text)
+    if root is None:
+        return ShellCommands((), (), b"", True)
     commands: list[tuple[str | None, ...]] = []
-    texts: list[str] = []
-    for node in _walk(root):
-        if node.type != "command":
-            continue
+    spans: list[tuple[int, int]] = []
+    found = QueryCursor(_COMMANDS).captures(root).get("command", [])
+    if len(found) > MAX_COMMANDS:
+        return ShellCommands((), (), b"", True)
+    for node in sorted(found, key=lambda n: n.start_byte):
         words: list[str | None] = []
         for child in node.children:
             if child.type in _SKIPPED or not child.is_named:
@@ -163,16 +203,8 @@ def simple_commands(text: str) -> ShellCommands:
             words.append(_loose_word(target))
         if words:
             commands.append(tuple(words))
-            texts.append(_text(node))
-    return ShellCommands(tuple(commands), tuple(texts), root.has_error)
-
-
-def _walk(root: Node) -> Iterator[Node]:
-    stack = [root]  # iterative: $( $( $( … ) ) ) nests deeper than Python's recursion limit
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
+            spans.append((node.start_byte, node.end_byte))
+    return ShellCommands(tuple(commands), tuple(spans), data, root.has_error)
 
 
 def _loose_word(node: Node) -> str | None:

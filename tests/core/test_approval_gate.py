@@ -247,3 +247,12 @@ async def test_always_for_a_command_does_not_cover_it_with_other_options() -> No
 async def test_a_tool_name_too_long_to_show_is_denied_too() -> None:
     prompts, decision = await _asked("x" * (SHOW_LIMIT + 1), {})
     assert prompts == [] and "more than the 8192 a question shows whole" in decision.message
+
+
+def test_a_command_too_long_to_parse_in_bounded_time_is_never_allowed_and_leaves_deny_unsure() -> None:
+    # tree-sitter-bash's error recovery grows faster than the text (a|a|…|a|): past MAX_PARSE nothing is parsed.
+    from agentrt._shellwords import MAX_PARSE
+
+    long = "git status " + "x " * MAX_PARSE
+    assert parse_rule("Bash(git status:*)").match("Bash", {"command": long}, allowing=True) == "no"
+    assert parse_rule("Bash(rm:*)").match("Bash", {"command": "ls " + "a|" * MAX_PARSE}, allowing=False) == "maybe"
