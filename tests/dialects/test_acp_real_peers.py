@@ -32,9 +32,10 @@ from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 from agentrt_acp.codec import AcpDialect
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, fake_api, launch
+from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, fake_api, launch
 
-PARENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+# The real CLIs can take longer than the default 20 s to answer initialize on a busy machine.
+PARENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND)}
 peers = pytest.mark.parametrize("peer", PEER_LIST, ids=lambda p: p.name)
 
 
@@ -141,19 +142,6 @@ async def test_cancel_mid_reply_one_terminal_no_leftover(tmp_path: Path, peer: P
         assert _group_gone(pgid), "a process of the agent's group outlived the conversation"
 
 
-def _age_gemini_chat(home: Path, session: str) -> None:
-    """Rename the session's chat file to an earlier minute.
-
-    Gemini CLI 0.61.0 names a chat file ``session-<minute>-<id[:8]>.jsonl``, and
-    ``session/load`` starts a fresh recording of the same id before it reads the
-    history: within the minute the session was created, that is the same file,
-    whose history it resets (the load then fails "No previous sessions found for
-    this project.").  A session loaded a minute later or more is unaffected.
-    """
-    (chat,) = (home / ".gemini" / "tmp").glob(f"*/chats/session-*-{session[:8]}.jsonl")
-    chat.rename(chat.with_name(f"session-2000-01-01T00-00-{session[:8]}.jsonl"))
-
-
 @peers
 async def test_resume_through_session_load(tmp_path: Path, peer: Peer) -> None:
     home, work = _dirs(tmp_path)
@@ -167,7 +155,7 @@ async def test_resume_through_session_load(tmp_path: Path, peer: Peer) -> None:
             session = conv.session_id
         assert session is not None
         if peer.name == "gemini":
-            _age_gemini_chat(home, session)
+            age_gemini_chat(home, session)
         api.reply = "Second answer."
         async with open_conversation(
             spec, dialect=AcpDialect(), permission_policy=deny_all, parent_env=PARENT, cwd=str(work),
