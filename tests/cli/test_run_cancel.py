@@ -56,7 +56,8 @@ def _runpy(tmp: Path, name: str, target: Path) -> str:
 class Run:
     """`agentrt run --json` in a subprocess; its stdout read as events, line by line."""
 
-    def __init__(self, tmp: Path, exe: str, protocol: str, *args: str, child_env: dict[str, str] | None = None):
+    def __init__(self, tmp: Path, exe: str, protocol: str, *args: str, child_env: dict[str, str] | None = None,
+                 cwd: Path | None = None):
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp),
             "XDG_DATA_HOME": str(tmp), "AGENTRT_DATABASE_URL": f"sqlite://{tmp}/log.db",
@@ -66,7 +67,7 @@ class Run:
         self.tmp = tmp
         self.proc = subprocess.Popen(
             [AGENTRT, "run", "--json", *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE, cwd=cwd,
         )
         self.events: list[dict[str, Any]] = []  # every event printed so far
         self._looked = 0  # events wait_for has already looked at
