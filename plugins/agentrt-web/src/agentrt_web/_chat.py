@@ -24,7 +24,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import trio
 
 from agentrt.errors import AgentrtError
@@ -33,6 +32,7 @@ from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadStore
 
 from ._agents import ThreadAgent, WebAgents
 from ._hub import Hub, sse_frame
+from ._live import LiveThread
 from ._render import title_of
 from ._websink import FRAME_BUDGET as FRAME_BUDGET
 from ._websink import FRAME_INTERVAL as FRAME_INTERVAL
@@ -50,11 +50,6 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 MAX_PROMPT = 100_000
 _OPEN_TIMEOUT = 30.0
 _CLOSE_TIMEOUT = 15.0
-# How long a message waits for the previous turn's task to notice its end.
-_IDLE_GRACE = 1.0
-# How long a message waits for a Stop of the previous turn to finish (the runtime bounds the stop
-# itself: the agent's grace, then the bounded stop of its process group).
-_CANCEL_SETTLE = 30.0
 # Pages of 1000 stored events read to find the messages of failed turns (a bound, not a target).
 _MESSAGE_PAGES = 20
 
@@ -62,26 +57,6 @@ _MESSAGE_PAGES = 20
 def valid_thread_name(name: str) -> bool:
     """Names the web UI accepts in URLs: 1-64 of ``[A-Za-z0-9._-]``."""
     return 0 < len(name) <= 64 and all(c in _NAME_CHARS for c in name) and name not in (".", "..")
-
-
-@attrs.define(eq=False)
-class _Live:
-    name: str
-    sink: WebSink
-    conv: Any = None
-    closing: trio.Event = attrs.Factory(trio.Event)
-    closed: trio.Event = attrs.Factory(trio.Event)
-    busy: bool = False
-    idle: trio.Event = attrs.Factory(trio.Event)
-    last_prompt: str = ""
-    db_sink: Any = None
-    #: The agent the thread talks to (its own, else the server's default).
-    agent: ThreadAgent | None = None
-    #: The key of the turn in flight (or last run): a Stop names the turn it was issued for.
-    turn_key: str = ""
-    #: The turn a Stop is (or was) under way for, and when it is over.
-    cancel_key: str = ""
-    cancelled: trio.Event | None = None
 
 
 class ChatManager:
@@ -121,12 +96,12 @@ class ChatManager:
         #: Tool-approval questions open on the pages; ``approval`` holds the command's options.
         self.approvals = WebApprovals(hub)
         self._approval = dict(approval or {})
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, LiveThread] = {}
         self._opening: dict[str, trio.Lock] = {}
         self._titles: dict[str, str] = {}
 
     # -- queries -------------------------------------------------------
-    def live(self, name: str) -> _Live | None:
+    def live(self, name: str) -> LiveThread | None:
         """The open thread ``name``, if any."""
         return self._live.get(name)
 
@@ -280,63 +255,24 @@ class ChatManager:
     async def send(self, name: str, text: str) -> str:
         """Start a turn on ``name`` (opening the thread first); returns the turn's key once it is under way.
 
-        A Stop still under way for the previous turn finishes first (bounded), so nothing it does
-        can reach the process this turn runs on.
+        See :class:`~agentrt_web._live.LiveThread` for the turn's key and for a Stop still under way.
         """
         if not text.strip():
             raise AgentrtError("empty_prompt", "the message is empty")
         if len(text) > MAX_PROMPT:
             raise AgentrtError("prompt_too_long", f"messages are limited to {MAX_PROMPT} characters")
         live = await self.open(name)
-        if live.busy:
-            # The page may have shown the terminal a moment before the turn's task saw it.
-            with trio.move_on_after(_IDLE_GRACE):
-                await live.idle.wait()
-        if live.busy:
-            raise AgentrtError("turn_in_progress", "the previous turn has not ended")
-        live.busy = True  # claimed before any wait: a second message meanwhile is turn_in_progress
-        live.idle = trio.Event()
-        if live.cancelled is not None:
-            with trio.move_on_after(_CANCEL_SETTLE):
-                await live.cancelled.wait()
-        key = secrets.token_urlsafe(9)
-        live.turn_key = live.sink.turn_key = key
-        live.last_prompt = text
-        started = trio.Event()
-        self._nursery.start_soon(self._turn, live, text, started)
-        with trio.move_on_after(5):
-            await started.wait()
-        return key
+        return await live.start(text, self._nursery, self._turn)
 
     async def cancel(self, name: str, key: str | None = None) -> bool:
         """Stop the turn in flight (the thread stays open); ``False`` if there is none to stop.
 
-        With ``key`` only the turn of that key (what :meth:`send` returned): a Stop that arrives
-        after its turn ended never touches a later turn.  Stops of one turn coalesce: the first
-        asks the runtime once, the others wait for that answer.
+        With ``key`` only the turn of that key (what :meth:`send` returned); Stops of one turn coalesce.
         """
         live = self._live.get(name)
-        if live is None or live.conv is None or not live.busy or (key is not None and key != live.turn_key):
-            return False
-        if live.cancel_key != live.turn_key or live.cancelled is None:
-            live.cancel_key = live.turn_key
-            done = live.cancelled = trio.Event()
-            # In the server's nursery: a dropped request does not cut the stop short.
-            self._nursery.start_soon(self._cancel, live, done)
-        await live.cancelled.wait()
-        return True
+        return False if live is None else await live.stop(key, self._nursery)
 
-    @staticmethod
-    async def _cancel(live: _Live, done: trio.Event) -> None:
-        try:
-            if live.conv is not None:
-                await live.conv.cancel_turn()
-        except Exception as exc:  # a broken stop must not take the server down
-            print(f"agentrt web: thread {live.name!r}: stop failed: {type(exc).__name__}", file=sys.stderr)
-        finally:
-            done.set()
-
-    async def open(self, name: str) -> _Live:
+    async def open(self, name: str) -> LiveThread:
         """The live thread ``name``, spawning its agent (resuming its session) if needed."""
         live = self._live.get(name)
         if live is not None and live.conv is not None:
@@ -352,14 +288,14 @@ class ChatManager:
                 record = await self.store.get_thread(name)
             if record is None:
                 raise AgentrtError("unknown_thread", f"no thread named {name!r}")
-            live = _Live(name=name, sink=WebSink(self.hub, name, self._nursery),
+            live = LiveThread(name=name, sink=WebSink(self.hub, name, self._nursery),
                          agent=self.agents.get(getattr(record, "agent", None)))
             with trio.fail_after(_OPEN_TIMEOUT):
                 await self._nursery.start(self._host, live, record.session_id)
             self._live[name] = live
             return live
 
-    async def _host(self, live: _Live, resume: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _host(self, live: LiveThread, resume: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         from agentrt import open_conversation
 
         sinks: list[Any] = [live.sink]
@@ -415,7 +351,7 @@ class ChatManager:
             notify=lambda note: print(f"agentrt web: thread {name!r}: {note}", file=sys.stderr),
         )
 
-    async def _turn(self, live: _Live, text: str, started: trio.Event) -> None:
+    async def _turn(self, live: LiveThread, text: str, started: trio.Event) -> None:
         conv = live.conv
         try:
             if conv is None:
@@ -427,7 +363,7 @@ class ChatManager:
                     started.set()
                     first = False
                 if isinstance(event, (TurnCompleted, TurnFailed)):
-                    self._idle(live)  # the next message may go now; saving the thread can trail
+                    live.ended()  # the next message may go now; saving the thread can trail
             if conv.session_id:
                 launch = (live.agent or self.agents.default).launch
                 await self.store.save_thread(ThreadRecord(
@@ -439,15 +375,10 @@ class ChatManager:
                 {"k": "failed", "turn": None, "html": "", "usage": None, "duration": None,
                  "code": exc.code, "message": exc.detail[:500]}]}))
         finally:
-            self._idle(live)
+            live.ended()
             started.set()
 
-    @staticmethod
-    def _idle(live: _Live) -> None:
-        live.busy = False
-        live.idle.set()
-
-    async def _close(self, live: _Live) -> None:
+    async def _close(self, live: LiveThread) -> None:
         live.closing.set()
         with trio.move_on_after(_CLOSE_TIMEOUT):
             await live.closed.wait()
