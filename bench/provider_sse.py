@@ -1,6 +1,6 @@
 """SSE decoding speed: agentrt's decoder vs openai-python's own, on the same bytes, in one run.
 
-The stream is built from the real captures in fixtures/openai-sse (every
+The stream is built from the real captures in tests/captures/openai-sse (every
 event but ``[DONE]``, repeated to about 4 MiB, ``[DONE]`` once at the end).
 Each decoder gets the same chunks and must produce the same ``data`` strings;
 the figure is the ratio of their best CPU times (``time.process_time``, so
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared") / "fixtures/openai-sse"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "captures" / "openai-sse"
 TARGET_BYTES = 4 * 1024 * 1024
 REPEAT = 7
 
@@ -33,6 +33,8 @@ def build_stream() -> tuple[bytes, list[bytes]]:
     """The benchmark stream and its events (each with its blank-line terminator)."""
     events: list[bytes] = []
     for path in sorted(FIXTURES.iterdir()):
+        if path.suffix not in (".sse", ".txt") or path.name.endswith(".cmd.txt"):
+            continue  # the recorder and each capture's command
         raw = path.read_bytes()
         if path.suffix == ".txt":  # headers + body
             raw = raw.partition(b"\r\n\r\n")[2]
@@ -80,7 +82,7 @@ def _race(chunks: list[bytes]) -> tuple[float, float, list[str], list[str]]:
 def build_text_stream() -> bytes:
     """A text-only chat stream (the captures' text deltas, repeated), with a finish, usage and [DONE]."""
     deltas: list[bytes] = []
-    for name in ("litellm-mock-text-stream.sse", "llamacpp-python-text-stream.sse"):
+    for name in ("litellm-mock-text-stream.sse", "fakellm-text-stream.sse"):
         for block in (FIXTURES / name).read_bytes().split(b"\n\n"):
             if b'"content"' in block and b'"finish_reason": "length"' not in block:
                 deltas.append(block + b"\n\n")

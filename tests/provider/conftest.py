@@ -13,7 +13,8 @@ from agentrt.provider import ProviderChunk, ProviderRequest, ToolSchema
 from agentrt.testing import ReplayResponse, ReplayServer, serve_replay
 from agentrt_openai import OpenAIConfig, OpenAIProvider
 
-FIXTURES = (Path(__file__).resolve().parents[2].parent / "shared") / "fixtures/openai-sse"
+# Recorded by tests/captures/openai-sse/record.py from mock servers on loopback (see its README).
+FIXTURES = Path(__file__).resolve().parents[1] / "captures" / "openai-sse"
 TOKEN = "sk-test-4f9a0c1d-secret-value"
 
 
@@ -72,6 +73,18 @@ class Kit:
     @staticmethod
     def capture(name: str) -> bytes:
         return (FIXTURES / name).read_bytes()
+
+    @staticmethod
+    def tool_call_id(raw: bytes) -> str:
+        """The first tool call id in a capture's stream, as the server wrote it (drawn anew per recording)."""
+        import json
+
+        for line in raw.splitlines():
+            if line.startswith(b"data: {") and b"tool_calls" in line:
+                for call in json.loads(line[6:])["choices"][0]["delta"]["tool_calls"]:
+                    if "id" in call:
+                        return str(call["id"])
+        raise AssertionError("no tool call id in the capture")
 
     @staticmethod
     def sse(*events: Any, done: bool = True) -> bytes:

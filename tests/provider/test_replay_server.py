@@ -129,20 +129,22 @@ async def test_two_round_conversation_script(kit: Any) -> None:
     from agentrt.provider import FinishChunk, TextChunk, ToolCall, ToolCallsChunk
     from agentrt_openai import OpenAIProvider
 
-    tool_round = ReplayResponse.sse(kit.capture("fakellm-tools-stream.sse"))
+    raw = kit.capture("fakellm-tools-stream.sse")
+    call_id = kit.tool_call_id(raw)
+    tool_round = ReplayResponse.sse(raw)
     text_round = ReplayResponse.sse(kit.capture("litellm-mock-text-stream.sse")).split(50)
     async with serve_replay([tool_round, text_round]) as server:
         async with OpenAIProvider(kit.config(server.url)) as provider:
             first = await kit.collect(provider, kit.request(tools=[kit.WEATHER]))
             messages = [
                 {"role": "user", "content": "weather?"},
-                {"role": "assistant", "content": None, "tool_calls": [{"id": "call_19c6ca6c8612"}]},
-                {"role": "tool", "tool_call_id": "call_19c6ca6c8612", "content": '{"temp": 21}'},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": call_id}]},
+                {"role": "tool", "tool_call_id": call_id, "content": '{"temp": 21}'},
             ]
             second = await kit.collect(provider, kit.request(messages=messages, tools=[kit.WEATHER]))
         one, two = await server.wait_for_requests(2)
     assert first[0] == ToolCallsChunk(
-        calls=(ToolCall(id="call_19c6ca6c8612", name="get_weather", arguments='{"city": "Paris"}'),)
+        calls=(ToolCall(id=call_id, name="get_weather", arguments='{"city": "Paris"}'),)
     )
     assert "".join(c.text for c in second if isinstance(c, TextChunk)).startswith("Hello from")
     assert second[-1] == FinishChunk(reason="stop")
