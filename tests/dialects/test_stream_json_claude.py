@@ -122,7 +122,7 @@ async def test_mode_ask_asks_the_person_through_the_policy(tmp_path: Path, answe
         _, result = await _one_turn(_launch(home, api.url), work, policy)
     assert isinstance(result, TurnCompleted), result
     (prompt,) = asked
-    assert (prompt.tool_name, prompt.summary) == ("Bash", COMMAND)
+    assert prompt.tool_name == "Bash" and COMMAND in prompt.summary
     assert (work / "made.txt").exists() is (answer == "allow")
 
 
@@ -201,8 +201,9 @@ def test_agentrt_run_with_a_configured_claude_code(tmp_path: Path, allowed: bool
     assert logs.returncode == 0, logs.stderr
     [row] = [json.loads(line) for line in logs.stdout.splitlines()]
     by = "rule:--allow-tool Bash(touch:*)" if allowed else "mode:deny (default)"
-    assert (row["tool"], row["summary"], row["decision"], row["by"], row["agent"]) == (
-        "Bash", COMMAND, "allow" if allowed else "deny", by, "claude")
+    assert (row["tool"], row["decision"], row["by"], row["agent"]) == (
+        "Bash", "allow" if allowed else "deny", by, "claude")
+    assert COMMAND in row["summary"]
 
 
 def test_launch_args_add_the_sdk_flags_unless_the_users_args_set_them() -> None:
