@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from .conftest import base_env
-from .test_browser_chat import last_assistant, say
+from .test_browser_chat import last_assistant, say, shot
 from .test_security import csrf_of
 
 
@@ -45,6 +45,7 @@ def test_a_new_thread_talks_to_the_picked_agent_and_remembers_it(
     pick = page.locator("#new-agent")
     assert pick.locator("option").all_inner_texts() == ["one (default)", "two"]
     pick.select_option("two")
+    shot(page, "agent-picker.png")
     page.click("#new-thread")
     page.wait_for_url("**/threads/*")
     name = page.url.rsplit("/", 1)[1]

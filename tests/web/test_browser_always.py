@@ -30,6 +30,8 @@ def test_always_approves_now_and_the_same_request_later_and_logs_follow_a_rename
     card.locator(".question").wait_for()
     # Always sits beside Approve and Deny.
     assert card.locator("button").all_inner_texts() == ["Approve", "Always", "Deny"]
+    # Its tooltip says what "always" will cover.
+    assert (card.locator("button.always").get_attribute("title") or "").startswith("Approve, and approve Bash")
     card.locator("button.always").click()
     page.wait_for_function(DONE.format(n=1))
     assert page.locator(".msg.assistant").last.locator(".reply").inner_text().strip() == "allowed:git status --short"

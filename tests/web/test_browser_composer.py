@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .conftest import base_env
-from .test_browser_chat import last_assistant, new_thread, say
+from .test_browser_chat import last_assistant, new_thread, say, shot
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "dialects" / "fixtures" / "stream_json_cli.py"
@@ -39,6 +39,7 @@ def test_enter_while_a_turn_runs_queues_the_message_in_order(
     page.press("#prompt", "Enter")
     queued = page.locator(".msg.user.queued .bubble")
     assert queued.all_inner_texts() == ["one", "two"]
+    shot(page, "queued.png")
     # Nothing doubled, and the running reply stays under its own message.
     assert _bubbles(page, "user") == ["slow 14"]
     assert page.locator(".msg.assistant").count() == 1
