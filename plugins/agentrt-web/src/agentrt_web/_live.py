@@ -93,7 +93,8 @@ class LiveThread:
             self.cancel_key = self.turn_key
             done = self.cancelled = trio.Event()
             nursery.start_soon(self._cancel, done)
-        await self.cancelled.wait()
+        with trio.move_on_after(CANCEL_SETTLE):  # the runtime bounds the stop; this bounds the answer
+            await self.cancelled.wait()
         return True
 
     async def _cancel(self, done: trio.Event) -> None:
