@@ -26,7 +26,8 @@ def _env(tmp: Path, agent: Path) -> dict[str, str]:
     (tmp / "config.toml").write_text(
         f'default_agent = "one"\n'
         f'[agents.one]\nexecutable = "{agent}"\nargs = ["--argv-log", "{tmp / "one.log"}"]\nmodel = "model-one"\n'
-        f'[agents.two]\nexecutable = "{agent}"\nargs = ["--argv-log", "{tmp / "two.log"}"]\nmodel = "model-two"\n')
+        f'[agents.two]\nexecutable = "{agent}"\nargs = ["--argv-log", "{tmp / "two.log"}"]\nmodel = "model-two"\n'
+        '[agents.ghost]\nexecutable = "no-such-agent-on-path"\n')
     env["AGENTRT_CONFIG"] = str(tmp / "config.toml")
     return env
 
@@ -43,7 +44,7 @@ def test_a_new_thread_talks_to_the_picked_agent_and_remembers_it(
     page = browser.new_page()
     page.goto(srv.url + "/")
     pick = page.locator("#new-agent")
-    assert pick.locator("option").all_inner_texts() == ["one (default)", "two"]
+    assert pick.locator("option").all_inner_texts() == ["one (default)", "ghost", "two"]
     pick.select_option("two")
     shot(page, "agent-picker.png")
     page.click("#new-thread")
@@ -92,11 +93,17 @@ def test_the_thread_route_takes_an_agent_and_refuses_an_unknown_one(
         csrf = {"x-csrf-token": csrf_of(c.get("/", headers={"accept": "text/html"}).text)}
         r = c.post("/api/threads", headers=csrf, json={"agent": "nope"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_agent"
-        assert "nope" in r.json()["error"]["detail"]
+        assert r.json()["error"]["detail"] == "no agent named 'nope' in the config file"  # no path, no list
         assert c.post("/api/threads", headers=csrf, json={"agent": 3}).status_code == 400
+        # An agent that cannot start: its code for the page, the reason (with the config's path) in the log.
+        r = c.post("/api/threads", headers=csrf, json={"agent": "ghost"})
+        assert r.status_code == 400 and r.json()["error"] == {
+            "code": "config_invalid", "detail": "the agent 'ghost' cannot start; the server's log says why"}
         assert c.post("/api/threads", headers=csrf).status_code == 201  # no body: the default agent
         name = c.post("/api/threads", headers=csrf, json={"agent": "two"}).json()["name"]
         assert c.post(f"/api/threads/{name}/messages", headers=csrf, json={"text": "hi"}).status_code == 202
     db = sqlite3.connect(tmp_path / "agentrt.db")
     assert db.execute("SELECT agent FROM threads WHERE name = ?", (name,)).fetchone() == ("two",)
     db.close()
+    srv.stop()
+    assert b"agent 'ghost': config_invalid: " in srv.output and b"no-such-agent-on-path" in srv.output

@@ -9,6 +9,7 @@ shape ``agentrt run`` without ``-a``.  The config file is read once, when the se
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,10 +58,24 @@ class WebAgents:
         return out
 
     def get(self, name: str | None) -> ThreadAgent:
-        """The agent called ``name`` (``None``: the default).
+        """The agent called ``name`` (``None``: the default), for a page's request.
 
-        ``unknown_agent``, or ``config_invalid`` / the launch contract's code, when it cannot run.
+        ``unknown_agent``, or the code of why it cannot run (``config_invalid``...).  The page gets the
+        code and the agent's name only; the whole reason (it may quote the config file) goes to the
+        server's log.
         """
+        from agentrt.errors import AgentrtError
+
+        try:
+            return self._resolve(name)
+        except AgentrtError as exc:
+            shown = (name or "")[:64]
+            if exc.code == "unknown_agent":
+                raise AgentrtError(exc.code, f"no agent named {shown!r} in the config file") from None
+            print(f"agentrt web: agent {shown!r}: {exc.code}: {exc.detail}", file=sys.stderr)
+            raise AgentrtError(exc.code, f"the agent {shown!r} cannot start; the server's log says why") from None
+
+    def _resolve(self, name: str | None) -> ThreadAgent:
         if name is None or name == self.default.name:
             return self.default
         agent = self._resolved.get(name)
@@ -78,6 +93,6 @@ class WebAgents:
         from agentrt.errors import AgentrtError
 
         try:
-            return self.get(name).label
+            return self._resolve(name).label
         except AgentrtError:
             return name or self.default.label
