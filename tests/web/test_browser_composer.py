@@ -131,3 +131,30 @@ def test_claude_codes_status_words_never_reach_the_page(
     assert last_assistant(page).locator(".steps li").all_inner_texts() == ["echo hi — done"]
     assert "requesting" not in page.content()
     assert last_assistant(page).locator(".status").inner_text() == ""
+
+
+def test_another_page_queues_behind_the_turn_and_its_stop_names_that_turn(
+    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
+) -> None:
+    srv = server_factory(base_env(tmp_path, agent))
+    first = browser.new_page()
+    name = new_thread(first, srv.url)
+    say(first, "hang")
+    tick = ("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
+            "?.includes('tick2')")
+    first.wait_for_function(tick)
+    # A second page of the thread, opened mid-reply: it knows the turn (and its key) from the server.
+    second = browser.new_page()
+    second.goto(f"{srv.url}/threads/{name}")
+    second.wait_for_function(tick)
+    assert second.locator("#live-turn").get_attribute("data-key")
+    second.fill("#prompt", "from the second page")
+    second.press("#prompt", "Enter")
+    assert second.locator(".msg.user.queued .bubble").all_inner_texts() == ["from the second page"]
+    second.click("#stop")
+    for page in (first, second):
+        page.wait_for_function("() => document.querySelectorAll('.msg.assistant:not(.streaming)').length === 2")
+        assert _bubbles(page, "user") == ["hang", "from the second page"]
+        assert page.locator(".msg.assistant .stopped").count() == 1
+    second.wait_for_selector("text=echo: from the second page")
+    first.wait_for_selector("text=echo: from the second page")
