@@ -217,6 +217,18 @@ def test_step_text_reads_running_then_how_the_step_ended() -> None:
     assert step_text({"label": "Editing app.py", "state": "stopped"}) == "Editing app.py — stopped"
 
 
+async def test_a_step_under_an_agents_own_title_says_it_is_running() -> None:
+    # ACP agents title their calls themselves ("Read file"): the running step says what it is doing.
+    hub = Hub()
+    sink = WebSink(hub, "t")
+    await sink.handle(batch(TurnStarted(turn=1, prompt="go"), mono=1.0))
+    await sink.handle(batch(ToolUse(id="c1", name="read", input={}, summary="Read file"),
+                            ToolUse(id="c2", name="edit", input={}, summary="Editing notes.md"), mono=1.1))
+    assert [(s["label"], s["subject"]) for s in sink.live.steps] == [
+        ("Running: Read file", "Read file"), ("Editing notes.md", "Editing notes.md")]
+    hub.close()
+
+
 class _PlainStore:
     """A thread store with only the ThreadStore methods (no listing, history or deletion)."""
 

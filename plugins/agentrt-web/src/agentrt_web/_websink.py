@@ -171,6 +171,7 @@ class WebSink:
         # relabelled.  The label is the dialect's bounded summary, else the runtime's own.
         label = ev.summary or tool_label(ev.name, ev.input)
         subject = _subject(label)
+        label = _running(label)
         for step in self.live.steps:
             if step["id"] == ev.id and ev.id:
                 step["label"], step["subject"] = label, subject
@@ -276,6 +277,15 @@ def _subject(label: str) -> str:
         if label.startswith(verb) and len(label) > len(verb):
             return label[len(verb):]
     return label
+
+
+def _running(label: str) -> str:
+    """A running step's text: its label when that says so (``Running: …``, ``Editing …``), else ``Running: <label>``.
+
+    An ACP agent's own titles (``Read file``, ``git status``) would not say that the step is under way.
+    """
+    first = label.split(" ", 1)[0]
+    return label if not label or label.startswith("Running") or first.endswith("ing") else f"Running: {label}"
 
 
 def step_text(step: Mapping[str, Any]) -> str:
