@@ -137,7 +137,7 @@ def fill_preset(
         script = checked.real
         checked = check_executable(runner, dirs=dirs, env=env)
         args = (script, *args)
-    entries: dict[str, str] = {}
+    entries: dict[str, str] = dict(preset.env)
     copied = []
     for var in preset.reads_env:
         value = env.get(var, "")

@@ -10,6 +10,8 @@ said beside it; docs/agents.md has the same table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 __all__ = ["Preset", "PRESETS", "REFERENCE_AGENT_READS"]
@@ -27,6 +29,8 @@ class Preset:
     """Prefix arguments (the dialect adds its own: see docs/agents.md)."""
     reads_env: tuple[str, ...] = ()
     """Variables the agent reads: copied from the caller when set; ``env_not_passed`` names only these."""
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    """Entries the agent always gets (``--env`` overrides them)."""
     runner: str | None = None
     """An interpreter to start :attr:`executable` with (its path becomes the first argument)."""
     native: str | None = None
@@ -49,6 +53,9 @@ PRESETS: dict[str, Preset] = {
         args=("--acp",),
         reads_env=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_CLOUD_PROJECT",
                    "GOOGLE_GENAI_USE_VERTEXAI"),
+        # Without it Gemini CLI starts itself again as a child (a bigger heap): one process is
+        # what agentrt stops, cancels and reaps.
+        env={"GEMINI_CLI_NO_RELAUNCH": "true"},
     ),
     # codex-acp speaks ACP on stdio with no argument; npm's codex-acp is a node wrapper that
     # runs the platform binary with spawnSync (a signal to it does not reach the binary).

@@ -83,7 +83,7 @@ def test_each_preset_fills_protocol_args_and_env_from_a_dir(tmp_path: Path) -> N
     }
     assert agents["gemini"] == {
         "executable": real["gemini"], "args": ["--acp"], "protocol": "acp", "preset": "gemini",
-        "env": {"GEMINI_API_KEY": "g-key-value"},
+        "env": {"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_API_KEY": "g-key-value"},
     }
     native = tmp_path / "node_modules" / "@zed-industries" / "codex-acp-linux-x64" / "bin" / "codex-acp"
     assert agents["codex-acp"] == {
@@ -209,3 +209,30 @@ def test_the_config_example_of_the_docs_runs_claude_code_and_its_rules_decide(tm
     assert (row["decision"], row["by"], row["agent"]) == ("deny", "rule:config deny Bash(rm:*)", "claude")
     assert (work / "keep.txt").read_text() == "kept"
     assert [r.get("is_error") for r in api.tool_results] == [True]
+
+
+@pytest.mark.parametrize("preset", ["gemini", "codex-acp"])
+def test_the_acp_presets_run_the_real_peers(tmp_path: Path, preset: str) -> None:
+    """Gemini CLI and codex-acp saved by their presets from ``.peers/``, against their loopback fake APIs."""
+    from real_acp_peers import CODEX_PEER, GEMINI_PEER, fake_api, launch_env, require
+
+    peer = GEMINI_PEER if preset == "gemini" else CODEX_PEER
+    require(peer)
+    work = tmp_path / "work"
+    work.mkdir()
+    with fake_api(peer, reply="Hello from the fake API.", pieces=4) as api:
+        env = launch_env(peer, tmp_path / "home", api.url)
+        extra = [f"--env={k}={v}" for k, v in env.items() if k != "GEMINI_CLI_NO_RELAUNCH"]
+        added = cli(tmp_path, "agents", "add", "p", "--preset", preset, "--dir", str(PEERS_BIN), "-m", peer.model,
+                    *extra)
+        assert added.returncode == 0, added.stderr
+        proc = subprocess.run(
+            [AGENTRT, "run", "-a", "p", "--json", "hi"],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+                 "AGENTRT_CONFIG": str(tmp_path / "config.toml"), "AGENTRT_DATABASE_URL": f"sqlite://{tmp_path}/a.db"},
+            capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    deltas = [e["text"] for e in events if e["type"] == "text_delta"]
+    assert "".join(deltas) == "Hello from the fake API." and len(deltas) > 1
+    assert [e["type"] for e in events].count("turn_completed") == 1
