@@ -236,3 +236,29 @@ def test_the_acp_presets_run_the_real_peers(tmp_path: Path, preset: str) -> None
     deltas = [e["text"] for e in events if e["type"] == "text_delta"]
     assert "".join(deltas) == "Hello from the fake API." and len(deltas) > 1
     assert [e["type"] for e in events].count("turn_completed") == 1
+
+
+def test_the_claude_agent_acp_preset_runs_the_adapter_and_claude_code(tmp_path: Path) -> None:
+    """node + Zed's adapter from ``.peers/``, CLAUDE_CODE_EXECUTABLE the Claude Code found beside it."""
+    if not (PEERS_BIN / "claude-agent-acp").exists() or not (PEERS_BIN / "claude").exists():
+        if os.environ.get("CI"):
+            pytest.fail(".peers/ (npm ci) is required in CI")
+        pytest.skip("claude-agent-acp or Claude Code is not installed (`npm ci` in .peers/)")
+    (tmp_path / "home").mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    with serve_fake_anthropic("Hello from the fake API.", chunk=5) as api:
+        added = cli(tmp_path, "agents", "add", "cca", "--preset", "claude-agent-acp", "--dir", str(PEERS_BIN),
+                    "-m", "claude-test", "--env", f"HOME={tmp_path / 'home'}", "--env", "DISABLE_TELEMETRY=1",
+                    ANTHROPIC_API_KEY="sk-test-not-a-secret", ANTHROPIC_BASE_URL=api.url, PATH=os.environ["PATH"])
+        assert added.returncode == 0, added.stderr
+        proc = subprocess.run(
+            [AGENTRT, "run", "-a", "cca", "--json", "hi"],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+                 "AGENTRT_CONFIG": str(tmp_path / "config.toml"), "AGENTRT_DATABASE_URL": f"sqlite://{tmp_path}/a.db"},
+            capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    deltas = [e["text"] for e in events if e["type"] == "text_delta"]
+    assert "".join(deltas) == "Hello from the fake API." and len(deltas) > 1
+    assert saved(tmp_path)["cca"]["env"]["CLAUDE_CODE_EXECUTABLE"] == os.path.realpath(PEERS_BIN / "claude")
