@@ -179,6 +179,15 @@ class _AskTheClient:
             slot[0].set()
 
 
+#: Model names a hosted CLI takes besides the configured one (Claude Code's ``--model`` aliases).
+_MODEL_ALIASES = {"stream-json": ("sonnet", "opus", "haiku")}
+
+
+def _offered_models(launch: Any) -> tuple[str, ...]:
+    """The models an ACP client may pick (``session/set_model``): the configured one, then the CLI's aliases."""
+    return tuple(dict.fromkeys((launch.model, *_MODEL_ALIASES.get(launch.protocol, ()))))
+
+
 async def _nothing() -> AsyncIterator[bytes]:
     return
     yield b""  # an empty async iterator: the hosted CLI never started
@@ -249,12 +258,16 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         outer.load_sessions = True  # session/load: the hosted CLI's own resume (HostedConversation)
     take_opened = getattr(outer, "take_opened", None)
 
-    def open_inner(resume: str | None) -> Any:
-        return open_conversation(launch, plugins=plugins, resume=resume, parent_env=inner_env, permission_policy=policy)
+    if hasattr(outer, "models") and launch.model:
+        outer.models, outer.current_model = _offered_models(launch), launch.model
+
+    def open_inner(resume: str | None, model: str | None) -> Any:
+        spec = attrs.evolve(launch, model=model) if model else launch
+        return open_conversation(spec, plugins=plugins, resume=resume, parent_env=inner_env, permission_policy=policy)
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:
-        if switch.kind == "load":
-            await send_objs(outer.answer_load(switch.request_id, error))
+        if switch.kind != "new":
+            await send_objs(outer.answer_switch(switch.kind, switch.request_id, error, switch.model))
 
     hosted = HostedConversation(
         open_inner, resume=args.resume, store=lambda: plugins.thread_store(inner_env),
@@ -309,8 +322,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 owed = getattr(outer, "drain_output", None)
                 if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
                     await send_objs(owed())
-                for kind, rid, client_session in take_opened() if take_opened is not None else ():
-                    await items_in.send(SessionSwitch(kind, rid, client_session))
+                for kind, rid, client_session, model in take_opened() if take_opened is not None else ():
+                    await items_in.send(SessionSwitch(kind, rid, client_session, model))
                 if decoded is None:
                     continue
                 if isinstance(decoded, Shutdown):

@@ -11,6 +11,8 @@ queues turns and :class:`SessionSwitch` items on one channel.
   database recorded for it (thread ``acp-<id>``), else the id itself (a client
   may load the hosted CLI's own session id).  The load is answered once the
   new conversation is open, with the reason when it could not be.
+* ``session/set_model`` reopens it with that model, resuming the session it
+  had (the hosted CLI takes its model at start: ``--model``, or in band).
 * Each conversation is recorded (the ``recorder`` sink, as ``agentrt run``
   does), a client session's conversations under thread ``acp-<id>``.
 """
@@ -38,14 +40,18 @@ def session_thread(client_session: str) -> str:
 
 @attrs.frozen
 class SessionSwitch:
-    """A client session opened (``new``) or loaded (``load``, answered through ``request_id``)."""
+    """A client session opened (``new``), loaded (``load``) or given a model (``model``).
+
+    ``load`` and ``model`` are answered through ``request_id`` once done.
+    """
 
     kind: str
     request_id: Any
     client_session: str
+    model: str | None = None
 
 
-OpenConversation = Callable[[str | None], AbstractAsyncContextManager[Any]]
+OpenConversation = Callable[[str | None, str | None], AbstractAsyncContextManager[Any]]  # (resume, model)
 
 
 class HostedConversation:
@@ -74,6 +80,7 @@ class HostedConversation:
         self._native: dict[str, str] = {}  # client session -> the hosted CLI's session id
         self._client: str | None = None  # the client session the conversation serves
         self._ran = False  # a turn has run in the conversation
+        self._model: str | None = None  # a model the client chose (else the launch's)
 
     async def run(
         self,
@@ -89,8 +96,9 @@ class HostedConversation:
         """
         resume, switch, started = self._resume, None, False
         while True:
+            current = None  # the hosted CLI's session when the conversation closed
             try:
-                async with self._open(resume) as conv:
+                async with self._open(resume, self._model) as conv:
                     self.conv, self._ran = conv, False
                     if not started:
                         started = True
@@ -110,6 +118,7 @@ class HostedConversation:
                             await self._bind(conv, item)
                         else:
                             switch = item
+                            current = conv.session_id
                             break
                     else:
                         return
@@ -126,12 +135,17 @@ class HostedConversation:
                 continue
             finally:
                 self.conv = None
-            resume = await self._native_id(switch.client_session) if switch.kind == "load" else None
+            if switch.kind == "load":
+                resume = await self._native_id(switch.client_session)
+            elif switch.model is not None:
+                resume, self._model = current or resume, switch.model
+            else:
+                resume = None
 
     async def _bind(self, conv: Any, switch: SessionSwitch) -> None:
         self._client = switch.client_session
         await self._record(conv, session_thread(switch.client_session))
-        if switch.kind == "load":
+        if switch.kind != "new":
             await self._answer(switch, None)
 
     async def _native_id(self, client_session: str) -> str:

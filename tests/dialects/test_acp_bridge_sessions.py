@@ -108,8 +108,8 @@ def test_agent_info_tool_kinds_and_logs(tmp_path: Path) -> None:
         init, client, sid = asyncio.run(main(env))
     assert init.agent_info is not None and init.agent_info.name == "agentrt" and init.agent_info.version
     assert init.agent_capabilities.load_session is True
-    (asked,) = client.asked
-    assert asked.kind == "execute"  # Claude Code's Bash
+    assert len(client.asked) == 1, (client.asked, [u.session_update for u in client.updates], api.requests[-1:])
+    assert client.asked[0].kind == "execute"  # Claude Code's Bash
     calls = [u for u in client.updates if u.session_update == "tool_call"]
     assert calls and {c.kind for c in calls} == {"execute"}
     assert api.tool_results
@@ -156,3 +156,37 @@ def test_session_load_resumes_the_hosted_cli_in_a_new_bridge(tmp_path: Path) -> 
     assert client.text() == "Noted."
     # Claude Code resumed its own session: the request after the load carries the first exchange.
     assert any("kumquat" in json.dumps(r.get("messages")) for r in resumed), resumed
+
+
+def test_set_model_restarts_the_hosted_cli_with_it_and_keeps_the_session(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def main(env: dict[str, str]) -> Any:
+        client = _client()
+        async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env) as (conn, _proc):
+            await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), BOUND)
+            session = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), BOUND)
+            sid = session.session_id
+            prompt = [text_block("remember the word kumquat")]
+            assert (await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt), BOUND)).stop_reason == "end_turn"
+            changed = await asyncio.wait_for(
+                conn.set_config_option(config_id="model", session_id=sid, value="sonnet"), BOUND
+            )
+            assert changed.config_options[0].current_value == "sonnet"
+            prompt = [text_block("which word?")]
+            assert (await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt), BOUND)).stop_reason == "end_turn"
+        return session
+
+    with serve_fake_anthropic("Noted.") as api:
+        session = asyncio.run(main(_env(tmp_path, api.url)))
+        requests = list(api.requests)
+    (option,) = session.config_options or ()
+    assert (option.id, option.category, option.current_value) == ("model", "model", "claude-test")
+    assert [o.value for o in option.options] == ["claude-test", "sonnet", "opus", "haiku"]
+    first, last = requests[0], requests[-1]
+    assert first["model"] == "claude-test"
+    assert last["model"] != "claude-test" and "sonnet" in last["model"], last["model"]
+    assert "kumquat" in json.dumps(last["messages"])  # the same session, resumed under the new model

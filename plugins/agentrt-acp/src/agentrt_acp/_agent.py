@@ -72,7 +72,10 @@ class AcpAgentCodec(AgentCodec):
         self._asker = PermissionAsker()
         #: Set by a host that can resume a session (the bridge): ``session/load`` is then offered.
         self.load_sessions = False
-        self._opened: list[tuple[str, Any, str]] = []  # ("new" | "load", request id, session id)
+        #: Models the host can switch to (``session/set_model``), and the one in use; none: no ``models``.
+        self.models: tuple[str, ...] = ()
+        self.current_model: str | None = None
+        self._opened: list[tuple[str, Any, str, str | None]] = []  # (kind, request id, session id, model)
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
         self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
@@ -106,8 +109,8 @@ class AcpAgentCodec(AgentCodec):
             new_id = uuid.uuid4().hex
             self._sessions.add(new_id)
             self._session = new_id
-            self._opened.append(("new", None, new_id))
-            self._reply(rid, {"sessionId": new_id})
+            self._opened.append(("new", None, new_id, None))
+            self._reply(rid, {"sessionId": new_id, **self._models()})
         elif method == "session/load" and self.load_sessions:
             sid = params.get("sessionId")
             if not isinstance(sid, str) or not _SESSION_ID.fullmatch(sid):
@@ -118,7 +121,22 @@ class AcpAgentCodec(AgentCodec):
                 return None
             self._sessions.add(sid)
             self._session = sid
-            self._opened.append(("load", rid, sid))  # answered by the host once loaded (answer_load)
+            self._opened.append(("load", rid, sid, None))  # answered by the host once loaded (answer_switch)
+        elif method in ("session/set_model", "session/set_config_option") and self.models:
+            # The model as a session config option (configId "model"), or the older set_model.
+            option = method == "session/set_config_option"
+            sid = params.get("sessionId")
+            model = params.get("value") if option else params.get("modelId")
+            if option and params.get("configId") != "model":
+                model = None
+            if not isinstance(sid, str) or sid not in self._sessions or model not in self.models:
+                self._error(rid, -32602, "unknown session or model")
+                return None
+            if self._prompt_id is not None:
+                self._error(rid, -32600, "a prompt is running")
+                return None
+            kind = "model_option" if option else "model"
+            self._opened.append((kind, rid, sid, model))  # answered by the host once switched
         elif method == "session/prompt":
             sid = params.get("sessionId")
             if not isinstance(sid, str) or sid not in self._sessions:
@@ -152,21 +170,41 @@ class AcpAgentCodec(AgentCodec):
         error = {"code": -32603, "message": text, "data": {"code": code}}
         return {"jsonrpc": "2.0", "id": rid, "error": error}
 
-    def take_opened(self) -> list[tuple[str, Any, str]]:
-        """Sessions opened since the last call: ``("new" | "load", request id, session id)``, in order.
+    def take_opened(self) -> list[tuple[str, Any, str, str | None]]:
+        """Session switches since the last call, in order: ``(kind, request id, session id, model)``.
 
-        A ``load`` waits for :meth:`answer_load` (the host resumes the session first).
+        ``kind`` is ``new`` (already answered), ``load``, or ``model`` / ``model_option``
+        (``session/set_model`` / ``session/set_config_option`` for ``model``, with its model id);
+        all but ``new`` wait for :meth:`answer_switch` (the host switches first).
         """
         out, self._opened = self._opened, []
         return out
 
-    def answer_load(self, rid: Any, error: str | None = None) -> list[dict[str, Any]]:
-        """The response to ``session/load`` ``rid``: ``{}``, or a -32603 error whose message is ``error``."""
-        if error is None:
-            self._reply(rid, {})
-        else:
+    def answer_switch(
+        self, kind: str, rid: Any, error: str | None = None, model: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The response to a ``load`` or ``model`` switch: success, or a -32603 error whose message is ``error``."""
+        if error is not None:
             self._error(rid, -32603, error)
+        elif kind in ("model", "model_option"):
+            self.current_model = model
+            self._reply(rid, {"configOptions": self._models()["configOptions"]} if kind == "model_option" else {})
+        else:
+            self._reply(rid, self._models())
         return self.drain_output()
+
+    def _models(self) -> dict[str, Any]:
+        if not self.models or self.current_model is None:
+            return {}
+        available = [{"modelId": m, "name": m} for m in self.models]
+        option = {
+            "id": "model", "name": "Model", "category": "model", "type": "select",
+            "currentValue": self.current_model, "options": [{"value": m, "name": m} for m in self.models],
+        }  # fmt: skip
+        return {
+            "configOptions": [option],  # the stable protocol's way to offer a model
+            "models": {"availableModels": available, "currentModelId": self.current_model},  # the older way
+        }
 
     def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:
         """A ``session/request_permission`` for the running prompt's session, as ``(id, message)``.
