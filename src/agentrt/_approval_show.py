@@ -8,7 +8,6 @@ line of it can pass for the question's own lines.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -38,12 +37,35 @@ def mask_shown(text: str) -> str:
     from ._approval import mask_secrets
 
     masked = mask_secrets(text)
-    if masked == text or len(text) > 2 * SHOW_LIMIT:
-        return masked
-    out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, text, masked, autojunk=False).get_opcodes():
-        hidden = text[i1:i2]
-        out.append(hidden if tag == "equal" or not set(hidden) <= _SECRET_CHARS else masked[j1:j2])
+    return text if masked == text else _reveal(text, masked)
+
+
+def _reveal(text: str, masked: str) -> str:
+    """``masked`` with each ``****`` that hides more than a secret-shaped span of ``text`` undone.
+
+    ``masked`` is ``text`` with spans replaced by ``****``: the pieces between
+    the masks are found in ``text`` in order (the last one at its end), in
+    linear time.  Should they not fit, ``text`` is shown as it is: the question
+    must show what will run.
+    """
+    pieces = masked.split("****")
+    if not text.startswith(pieces[0]):
+        return text
+    out = [pieces[0]]
+    pos = len(pieces[0])
+    for index, literal in enumerate(pieces[1:], start=1):
+        if index == len(pieces) - 1:
+            end = len(text) - len(literal)
+            if end < pos or not text.endswith(literal):
+                return text
+        else:
+            end = text.find(literal, pos) if literal else pos
+            if end < 0:
+                return text
+        hidden = text[pos:end]
+        out.append("****" if hidden and set(hidden) <= _SECRET_CHARS else hidden)
+        out.append(literal)
+        pos = end + len(literal)
     return "".join(out)
 
 

@@ -256,3 +256,12 @@ def test_a_command_too_long_to_parse_in_bounded_time_is_never_allowed_and_leaves
     long = "git status " + "x " * MAX_PARSE
     assert parse_rule("Bash(git status:*)").match("Bash", {"command": long}, allowing=True) == "no"
     assert parse_rule("Bash(rm:*)").match("Bash", {"command": "ls " + "a|" * MAX_PARSE}, allowing=False) == "maybe"
+
+
+def test_showing_a_masked_input_takes_linear_time() -> None:
+    # A diff of the masked and the plain text took minutes on 8 KiB of repeated token=… pairs.
+    from agentrt._approval_show import mask_shown
+
+    text = ("token=abcdefgh " * 600)[:8192]
+    assert mask_shown(text) == ("token=**** " * 600)[: len(mask_shown(text))]
+    assert "abcdefgh" not in mask_shown(text)
