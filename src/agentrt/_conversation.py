@@ -132,6 +132,8 @@ class Conversation(_ProcessManagement):
         self._internal_events: list[Event] = []
         self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=_SINK_CLOSE_TIMEOUT)
         self._stopping = False
+        # The process may hold half a turn (a write cut short): the next send stops it first.
+        self._replace_process = False
         # Made on first use: a thousand idle conversations need none.
         self._stop_lock: trio.Lock | None = None
         self._send_lock: trio.Lock | None = None
@@ -276,8 +278,8 @@ class Conversation(_ProcessManagement):
             self._turns += 1
             state = TurnState(self._rules.begin_turn(self._turns))
             self._turn = state
-            await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
             try:
+                await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
                 proc = await self._ensure_process()
                 if state.progress.terminal is not None:
                     return state  # ended (cancelled) while the process started: nothing is written
@@ -290,6 +292,13 @@ class Conversation(_ProcessManagement):
                 self._watch_first_output(state, proc)
             except AgentrtError as exc:
                 await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
+            except trio.Cancelled:
+                # The caller's scope was cancelled while the turn was being started: it still ends, once.
+                with trio.CancelScope(shield=True):
+                    if state.proc is not None and state.progress.live:
+                        self._replace_process = True  # the write may have been cut short
+                    await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
+                raise
             return state
 
     # -- shutdown ------------------------------------------------------------

@@ -59,6 +59,7 @@ class _ProcessManagement:
     _turns: int
     _stopping: bool
     _stop_lock: trio.Lock | None
+    _replace_process: bool
     _first_output: float | None
     _probe: ProtocolProbe | None
     _recognised: trio.Event | None
@@ -72,6 +73,13 @@ class _ProcessManagement:
 
     # -- process management ----------------------------------------------
     async def _ensure_process(self) -> AgentProcess:
+        if self._replace_process:
+            self._replace_process = False
+            await self._stop_process()
+        if self._stop_lock is not None and self._stop_lock.locked():
+            # A stop is under way (a cancel's): the next turn goes to a new process.
+            async with self._stop_lock:
+                pass
         if self._proc is not None and self._proc_done is not None and not self._proc_done.is_set():
             if not self._proc.exited.is_set():
                 return self._proc

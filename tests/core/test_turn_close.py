@@ -179,3 +179,42 @@ async def test_send_while_another_task_reads_the_turn_is_turn_in_progress(tmp_pa
 def test_turn_stream_is_public() -> None:
     assert agentrt.TurnStream is TurnStream
     assert "TurnStream" in agentrt.__all__
+
+
+class CancelOnStart(Terminals):
+    """Records like :class:`Terminals`, and cancels ``scope`` when turn ``turn`` starts."""
+
+    def __init__(self, turn: int) -> None:
+        super().__init__()
+        self.turn = turn
+        self.scope: trio.CancelScope | None = None
+
+    async def handle(self, batch: Any) -> None:
+        await super().handle(batch)
+        if any(isinstance(ev, TurnStarted) and ev.turn == self.turn for ev in batch.events):
+            assert self.scope is not None
+            self.scope.cancel()
+
+
+async def test_a_turn_whose_start_is_cancelled_still_ends_once(tmp_path: Path) -> None:
+    # The agent exits after its turn, leaving a grandchild that holds its stdout: the second send
+    # waits for that output to end (EXIT_OUTPUT_GRACE) before it respawns the agent, and the caller's
+    # scope is cancelled meanwhile (the turn's turn_started is out, its prompt not written).
+    path = tmp_path / "agent"
+    holder = "import subprocess; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])"
+    path.write_text(f"#!{sys.executable}\n{AWP_AGENT}    {holder}\n    break\n")
+    path.chmod(0o755)
+    sink = CancelOnStart(turn=2)
+    with trio.fail_after(GUARD):
+        async with open_conversation(LaunchSpec(executable=str(path)), plugins=PLUGINS, parent_env=ENV,
+                                     sinks=[sink]) as conv:
+            assert isinstance(await conv.ask("one"), TurnCompleted)
+            assert conv.process is not None
+            await conv.process.exited.wait()
+            with trio.CancelScope() as scope:
+                sink.scope = scope
+                async for _ in conv.send("two"):
+                    pass
+            assert scope.cancelled_caught
+    # No later send ends it for it: the start itself ended the turn.
+    assert _codes(sink.events) == ["turn_started", "turn_completed", "turn_started", "turn_cancelled"]
