@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from ._approval_rules import Rule, case_warnings, command_argument, parse_rule
-from ._approval_show import always_key, always_scope, input_fields, input_summary, tool_label, tool_name
+from ._approval_show import always_key, always_scope, input_fields, input_summary, plain_name, tool_label, tool_name
 from .display import SHOW_LIMIT, escape_text, wrap_lines
 from .masking import mask_secrets
 from .permissions import PermissionDecision, PermissionRequest
@@ -249,7 +249,9 @@ class ApprovalPolicy:
             self._notify(note)
             return "deny", "no_terminal", f"agentrt: {note}"
         fields = input_fields(tool_input)
-        size = sum(len(escape_text(field)) for field in fields) + len(escape_text(request.tool_name))
+        if not plain_name(request.tool_name):  # shown whole, escaped, first
+            fields = (f"tool: {request.tool_name}", *fields)
+        size = sum(len(escape_text(field)) for field in fields)
         if size > SHOW_LIMIT:
             note = (f"{label} denied: its input is {size} characters, more than the {SHOW_LIMIT} a question "
                     "shows whole")

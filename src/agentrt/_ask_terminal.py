@@ -15,13 +15,14 @@ same argument) for the rest of the chat.  The policy bounds the wait.
 from __future__ import annotations
 
 import os
-import re
 import shutil
+import termios
 from collections.abc import Callable
 
 import trio
 
 from ._approval import Answer, ApprovalPrompt
+from ._approval_show import plain_name
 from .display import escape_text, wrap_lines
 
 __all__ = ["TerminalAsker", "AskCancelled", "question"]
@@ -30,22 +31,36 @@ _ANSWERS: dict[str, Answer] = {"y": "allow", "yes": "allow", "n": "deny", "no": 
                                "always": "always"}
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _GUTTER = "  │ "
 
 
-def question(prompt: ApprovalPrompt, width: int) -> str:
-    """The question's text, lines at most ``width`` columns wide (where the input allows a cut)."""
+def question(prompt: ApprovalPrompt, width: int, height: int = 0) -> str:
+    """The question's text, lines at most ``width`` columns wide (where the input allows a cut).
+
+    A tool whose name is not plain is asked about as ``this tool``, its name
+    on the input's first line (``tool: …``).  When the question is taller than
+    ``height`` rows, the last line says so: the start of the input has
+    scrolled away, and an attacker would put the damage there.
+    """
     inner = max(width - len(_GUTTER), 20)
-    plain = _PLAIN_NAME.fullmatch(prompt.tool_name) is not None
+    plain = plain_name(prompt.tool_name)
     lines = [f"Allow {prompt.tool_name if plain else 'this tool'}? [y/n/a]"]
-    if not plain:
-        lines += [_GUTTER + line for line in wrap_lines("tool: " + prompt.tool_name, inner)]
     body = prompt.lines(inner) if prompt.fields else wrap_lines(prompt.label, inner)
     lines += [_GUTTER + line for line in body]
+    if height and len(lines) + 1 > height:
+        lines.append(f"  ↑ the input is {len(body)} lines: scroll up to its first line and read it all before "
+                     "answering")
     always = f": {escape_text(prompt.always)}" if prompt.always else ""
     lines.append(f"  y once · n deny · a always{always}, for the rest of this chat · denied in {prompt.timeout:g}s")
     return "\n".join(lines)
+
+
+def _drop_typeahead(fd: int) -> None:
+    """Discard what was typed before the question was shown: it was not typed as an answer to it."""
+    try:
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (termios.error, OSError):
+        pass  # not a terminal: nothing was typed ahead
 
 
 class AskCancelled(Exception):
@@ -67,7 +82,9 @@ class TerminalAsker:
             self._scopes.add(scope)
             try:
                 async with self._lock:
-                    self._show(question(prompt, shutil.get_terminal_size((80, 24)).columns))
+                    size = shutil.get_terminal_size((80, 24))
+                    _drop_typeahead(self._fd)
+                    self._show(question(prompt, size.columns, size.lines))
                     while True:
                         await trio.lowlevel.wait_readable(self._fd)
                         data = os.read(self._fd, 4096)

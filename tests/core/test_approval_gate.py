@@ -265,3 +265,49 @@ def test_showing_a_masked_input_takes_linear_time() -> None:
     text = ("token=abcdefgh " * 600)[:8192]
     assert mask_shown(text) == ("token=**** " * 600)[: len(mask_shown(text))]
     assert "abcdefgh" not in mask_shown(text)
+
+
+async def test_an_answer_typed_before_the_question_is_not_taken_as_its_answer() -> None:
+    import os
+
+    import trio
+
+    from agentrt._ask_terminal import TerminalAsker
+
+    main, side = os.openpty()
+    shown = trio.Event()
+    try:
+        os.write(main, b"y\n")  # typed ahead, before any question
+        asker = TerminalAsker(lambda text: shown.set(), fd=side)
+        prompt = ApprovalPrompt(tool_name="Bash", label="Bash(ls)", summary="ls", request_id="r", timeout=50,
+                                name="Bash", always="Bash with exactly this command", fields=("ls",))
+        async with trio.open_nursery() as nursery:
+            answers: list[str] = []
+
+            async def ask() -> None:
+                answers.append(await asker(prompt))
+
+            nursery.start_soon(ask)
+            with trio.fail_after(30):
+                await shown.wait()
+            os.write(main, b"n\n")  # typed after the question was shown
+        assert answers == ["deny"]
+    finally:
+        os.close(main)
+        os.close(side)
+
+
+async def test_a_question_taller_than_the_terminal_says_to_scroll_up() -> None:
+    command = "rm -rf ~/important; " + "# all fine " * 400
+    [prompt], _ = await _asked("Bash", {"command": command})
+    tall = question(prompt, 80, 24).splitlines()
+    assert tall[1].startswith("  │ rm -rf ~/important; # all fine")
+    assert tall[-2].startswith(f"  ↑ the input is {len(prompt.lines(76))} lines: scroll up to its first line")
+    assert "scroll up" not in question(prompt, 80, 100)
+
+
+async def test_a_tool_name_that_is_not_plain_is_shown_whole_on_the_card_too() -> None:
+    name = "Run the tests — then " + "x" * 80 + "\u202e"
+    [prompt], _ = await _asked(name, {"command": "npm test"})
+    assert prompt.summary.splitlines()[0] == "tool: " + name[:-1] + "\\u202e"
+    assert question(prompt, 200).splitlines()[0] == "Allow this tool? [y/n/a]"
