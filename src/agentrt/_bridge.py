@@ -183,9 +183,23 @@ class _AskTheClient:
 _MODEL_ALIASES = {"stream-json": ("sonnet", "opus", "haiku")}
 
 
-def _offered_models(launch: Any) -> tuple[str, ...]:
-    """The models an ACP client may pick (``session/set_model``): the configured one, then the CLI's aliases."""
-    return tuple(dict.fromkeys((launch.model, *_MODEL_ALIASES.get(launch.protocol, ()))))
+#: Modes a hosted CLI takes at start (Claude Code's ``--permission-mode``); only those that keep agentrt's
+#: approval in charge: ``acceptEdits`` and ``bypassPermissions`` would let the CLI act without asking.
+_MODES = {
+    "stream-json": (
+        ("default", "Default", "Tools ask agentrt's approval policy"),
+        ("plan", "Plan", "Read-only: the CLI plans and changes nothing"),
+    )
+}
+
+
+def _offer(options: Any, launch: Any) -> None:
+    """What an ACP client may pick per session: the configured model and the CLI's aliases, the CLI's modes."""
+    if launch.model:
+        options.models = tuple(dict.fromkeys((launch.model, *_MODEL_ALIASES.get(launch.protocol, ()))))
+        options.current_model = launch.model
+    if "--permission-mode" not in launch.prefix_args and launch.protocol in _MODES:
+        options.modes, options.current_mode = _MODES[launch.protocol], "default"
 
 
 async def _nothing() -> AsyncIterator[bytes]:
@@ -258,16 +272,20 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         outer.load_sessions = True  # session/load: the hosted CLI's own resume (HostedConversation)
     take_opened = getattr(outer, "take_opened", None)
 
-    if hasattr(outer, "models") and launch.model:
-        outer.models, outer.current_model = _offered_models(launch), launch.model
+    offered = getattr(outer, "options", None)
+    if offered is not None:
+        _offer(offered, launch)
 
-    def open_inner(resume: str | None, model: str | None) -> Any:
+    def open_inner(resume: str | None, model: str | None, mode: str | None) -> Any:
         spec = attrs.evolve(launch, model=model) if model else launch
+        if mode and mode != "default":
+            spec = attrs.evolve(spec, prefix_args=(*spec.prefix_args, "--permission-mode", mode))
         return open_conversation(spec, plugins=plugins, resume=resume, parent_env=inner_env, permission_policy=policy)
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:
         if switch.kind != "new":
-            await send_objs(outer.answer_switch(switch.kind, switch.request_id, error, switch.model))
+            value = switch.mode if switch.kind == "mode" else switch.model
+            await send_objs(outer.answer_switch(switch.kind, switch.request_id, error, value))
 
     hosted = HostedConversation(
         open_inner, resume=args.resume, store=lambda: plugins.thread_store(inner_env),
@@ -322,8 +340,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 owed = getattr(outer, "drain_output", None)
                 if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
                     await send_objs(owed())
-                for kind, rid, client_session, model in take_opened() if take_opened is not None else ():
-                    await items_in.send(SessionSwitch(kind, rid, client_session, model))
+                for kind, rid, client_session, value in take_opened() if take_opened is not None else ():
+                    mode, model = (value, None) if kind == "mode" else (None, value)
+                    await items_in.send(SessionSwitch(kind, rid, client_session, model, mode))
                 if decoded is None:
                     continue
                 if isinstance(decoded, Shutdown):

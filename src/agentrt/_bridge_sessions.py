@@ -11,8 +11,9 @@ queues turns and :class:`SessionSwitch` items on one channel.
   database recorded for it (thread ``acp-<id>``), else the id itself (a client
   may load the hosted CLI's own session id).  The load is answered once the
   new conversation is open, with the reason when it could not be.
-* ``session/set_model`` reopens it with that model, resuming the session it
-  had (the hosted CLI takes its model at start: ``--model``, or in band).
+* A model or mode the client picks reopens it with that setting, resuming the
+  session it had (the hosted CLI takes both at start: ``--model``,
+  ``--permission-mode``, or in band).
 * Each conversation is recorded (the ``recorder`` sink, as ``agentrt run``
   does), a client session's conversations under thread ``acp-<id>``.
 """
@@ -40,18 +41,20 @@ def session_thread(client_session: str) -> str:
 
 @attrs.frozen
 class SessionSwitch:
-    """A client session opened (``new``), loaded (``load``) or given a model (``model``).
+    """A client session opened (``new``), loaded (``load``), or given a ``model`` or ``mode``.
 
-    ``load`` and ``model`` are answered through ``request_id`` once done.
+    All but ``new`` are answered through ``request_id`` once done.
     """
 
     kind: str
     request_id: Any
     client_session: str
     model: str | None = None
+    mode: str | None = None
 
 
-OpenConversation = Callable[[str | None, str | None], AbstractAsyncContextManager[Any]]  # (resume, model)
+OpenConversation = Callable[[str | None, str | None, str | None], AbstractAsyncContextManager[Any]]
+"""``(resume, model, mode)`` → the conversation's context manager (``None``: the launch's own)."""
 
 
 class HostedConversation:
@@ -81,6 +84,7 @@ class HostedConversation:
         self._client: str | None = None  # the client session the conversation serves
         self._ran = False  # a turn has run in the conversation
         self._model: str | None = None  # a model the client chose (else the launch's)
+        self._mode: str | None = None  # a mode the client chose (else the CLI's default)
 
     async def run(
         self,
@@ -98,7 +102,7 @@ class HostedConversation:
         while True:
             current = None  # the hosted CLI's session when the conversation closed
             try:
-                async with self._open(resume, self._model) as conv:
+                async with self._open(resume, self._model, self._mode) as conv:
                     self.conv, self._ran = conv, False
                     if not started:
                         started = True
@@ -137,8 +141,10 @@ class HostedConversation:
                 self.conv = None
             if switch.kind == "load":
                 resume = await self._native_id(switch.client_session)
-            elif switch.model is not None:
-                resume, self._model = current or resume, switch.model
+            elif switch.model is not None or switch.mode is not None:
+                resume = current or resume  # the same session, restarted with the new setting
+                self._model = switch.model or self._model
+                self._mode = switch.mode or self._mode
             else:
                 resume = None
 

@@ -190,3 +190,34 @@ def test_set_model_restarts_the_hosted_cli_with_it_and_keeps_the_session(tmp_pat
     assert first["model"] == "claude-test"
     assert last["model"] != "claude-test" and "sonnet" in last["model"], last["model"]
     assert "kumquat" in json.dumps(last["messages"])  # the same session, resumed under the new model
+
+
+def test_plan_mode_restarts_the_hosted_cli_in_it_and_keeps_the_session(tmp_path: Path) -> None:
+    from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def main(env: dict[str, str]) -> tuple[Any, Any]:
+        client = _client()
+        async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env) as (conn, _proc):
+            await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), BOUND)
+            session = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), BOUND)
+            sid = session.session_id
+            prompt = [text_block("remember the word kumquat")]
+            assert (await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt), BOUND)).stop_reason == "end_turn"
+            await asyncio.wait_for(conn.set_session_mode(session_id=sid, mode_id="plan"), BOUND)
+            prompt = [text_block("which word?")]
+            assert (await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt), BOUND)).stop_reason == "end_turn"
+        return session, client
+
+    with serve_fake_anthropic("Noted.") as api:
+        session, client = asyncio.run(main(_env(tmp_path, api.url)))
+        requests = list(api.requests)
+    modes = session.modes
+    assert modes is not None and modes.current_mode_id == "default"
+    assert [m.id for m in modes.available_modes] == ["default", "plan"]  # never a mode that skips approval
+    assert [u.current_mode_id for u in client.updates if u.session_update == "current_mode_update"] == ["plan"]
+    # Claude Code runs in plan mode: it tells the model so (and did not before).
+    assert "Plan mode is active" not in json.dumps(requests[0]) and "Plan mode is active" in json.dumps(requests[-1])
+    assert "kumquat" in json.dumps(requests[-1]["messages"])

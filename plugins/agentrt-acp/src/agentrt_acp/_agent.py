@@ -21,6 +21,7 @@ from agentrt.permissions import PermissionDecision, PermissionRequest
 from ._asking import PermissionAsker
 from ._host import PROTOCOL_VERSION
 from ._kinds import tool_kind
+from ._session_options import SessionOptions
 
 __all__ = ["AcpAgentCodec"]
 
@@ -72,9 +73,8 @@ class AcpAgentCodec(AgentCodec):
         self._asker = PermissionAsker()
         #: Set by a host that can resume a session (the bridge): ``session/load`` is then offered.
         self.load_sessions = False
-        #: Models the host can switch to (``session/set_model``), and the one in use; none: no ``models``.
-        self.models: tuple[str, ...] = ()
-        self.current_model: str | None = None
+        #: Models and modes the host can switch to (filled by the bridge; empty: none offered).
+        self.options = SessionOptions()
         self._opened: list[tuple[str, Any, str, str | None]] = []  # (kind, request id, session id, model)
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
@@ -110,7 +110,7 @@ class AcpAgentCodec(AgentCodec):
             self._sessions.add(new_id)
             self._session = new_id
             self._opened.append(("new", None, new_id, None))
-            self._reply(rid, {"sessionId": new_id, **self._models()})
+            self._reply(rid, {"sessionId": new_id, **self.options.fields()})
         elif method == "session/load" and self.load_sessions:
             sid = params.get("sessionId")
             if not isinstance(sid, str) or not _SESSION_ID.fullmatch(sid):
@@ -122,14 +122,23 @@ class AcpAgentCodec(AgentCodec):
             self._sessions.add(sid)
             self._session = sid
             self._opened.append(("load", rid, sid, None))  # answered by the host once loaded (answer_switch)
-        elif method in ("session/set_model", "session/set_config_option") and self.models:
+        elif method == "session/set_mode" and self.options.modes:
+            sid, mode = params.get("sessionId"), params.get("modeId")
+            if not isinstance(sid, str) or sid not in self._sessions or not self.options.has_mode(mode):
+                self._error(rid, -32602, "unknown session or mode")
+                return None
+            if self._prompt_id is not None:
+                self._error(rid, -32600, "a prompt is running")
+                return None
+            self._opened.append(("mode", rid, sid, mode))  # answered by the host once switched
+        elif method in ("session/set_model", "session/set_config_option") and self.options.models:
             # The model as a session config option (configId "model"), or the older set_model.
             option = method == "session/set_config_option"
             sid = params.get("sessionId")
             model = params.get("value") if option else params.get("modelId")
             if option and params.get("configId") != "model":
                 model = None
-            if not isinstance(sid, str) or sid not in self._sessions or model not in self.models:
+            if not isinstance(sid, str) or sid not in self._sessions or not self.options.has_model(model):
                 self._error(rid, -32602, "unknown session or model")
                 return None
             if self._prompt_id is not None:
@@ -173,38 +182,33 @@ class AcpAgentCodec(AgentCodec):
     def take_opened(self) -> list[tuple[str, Any, str, str | None]]:
         """Session switches since the last call, in order: ``(kind, request id, session id, model)``.
 
-        ``kind`` is ``new`` (already answered), ``load``, or ``model`` / ``model_option``
-        (``session/set_model`` / ``session/set_config_option`` for ``model``, with its model id);
-        all but ``new`` wait for :meth:`answer_switch` (the host switches first).
+        ``kind`` is ``new`` (already answered), ``load``, ``mode`` (``session/set_mode``, with its
+        mode id), or ``model`` / ``model_option`` (``session/set_model`` /
+        ``session/set_config_option`` for ``model``, with its model id); all but ``new`` wait for
+        :meth:`answer_switch` (the host switches first).
         """
         out, self._opened = self._opened, []
         return out
 
     def answer_switch(
-        self, kind: str, rid: Any, error: str | None = None, model: str | None = None
+        self, kind: str, rid: Any, error: str | None = None, value: str | None = None
     ) -> list[dict[str, Any]]:
-        """The response to a ``load`` or ``model`` switch: success, or a -32603 error whose message is ``error``."""
+        """The response to a ``load``, ``mode`` or model switch: success, or a -32603 error with ``error``.
+
+        A mode switch is also announced with a ``current_mode_update``.
+        """
         if error is not None:
             self._error(rid, -32603, error)
         elif kind in ("model", "model_option"):
-            self.current_model = model
-            self._reply(rid, {"configOptions": self._models()["configOptions"]} if kind == "model_option" else {})
+            self.options.current_model = value
+            self._reply(rid, {"configOptions": self.options.config_options()} if kind == "model_option" else {})
+        elif kind == "mode":
+            self.options.current_mode = value
+            self._reply(rid, {})
+            self._outbox.append(self._update({"sessionUpdate": "current_mode_update", "currentModeId": value}))
         else:
-            self._reply(rid, self._models())
+            self._reply(rid, self.options.fields())
         return self.drain_output()
-
-    def _models(self) -> dict[str, Any]:
-        if not self.models or self.current_model is None:
-            return {}
-        available = [{"modelId": m, "name": m} for m in self.models]
-        option = {
-            "id": "model", "name": "Model", "category": "model", "type": "select",
-            "currentValue": self.current_model, "options": [{"value": m, "name": m} for m in self.models],
-        }  # fmt: skip
-        return {
-            "configOptions": [option],  # the stable protocol's way to offer a model
-            "models": {"availableModels": available, "currentModelId": self.current_model},  # the older way
-        }
 
     def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:
         """A ``session/request_permission`` for the running prompt's session, as ``(id, message)``.
