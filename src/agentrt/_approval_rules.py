@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import posixpath
 import re
 import unicodedata
@@ -274,23 +275,43 @@ def _under(path: str, root: str) -> bool:
 
 
 def _path_match(rule: Rule, value: str, allowing: bool) -> Match:
-    wanted = _norm_path(rule.argument or "")
+    """Lexically (normalised), and as this machine resolves symlinks: allow needs both, deny either."""
+    wanted = rule.argument or ""
+    lexical = _path_compare(rule.prefix, _norm_path(wanted), value, allowing)
+    if (lexical == "no") if allowing else (lexical == "yes"):
+        return lexical
+    try:
+        real = _path_compare(rule.prefix, _real(wanted), _real(value), allowing)
+    except (OSError, ValueError):
+        return "no" if allowing else "maybe"
+    if allowing:
+        return real
+    return "yes" if real == "yes" else ("maybe" if "maybe" in (lexical, real) else "no")
+
+
+def _real(path: str) -> str:
+    """``path`` with the symlinks this machine knows resolved (a relative path stays relative)."""
+    return os.path.realpath(path) if path.startswith("/") else _norm_path(path)
+
+
+def _path_compare(prefix: bool, wanted: str, value: str, allowing: bool) -> Match:
+    wanted = _norm_path(wanted)
     if allowing:
         if not printable(value) or not value.startswith("/"):
             return "no"
         path = _norm_path(value)
-        return "yes" if path == wanted or (rule.prefix and _under(path, wanted)) else "no"
+        return "yes" if path == wanted or (prefix and _under(path, wanted)) else "no"
     # Deny: case-insensitive (macOS, Windows shares), NFC, and a relative path could sit anywhere.
     path, wanted = _fold(_norm_path(value)), _fold(wanted)
     if not path.startswith("/"):
         tail = "/".join(part for part in path.split("/") if part not in ("..", ".", "~"))
-        if rule.prefix:
+        if prefix:
             return "maybe"
         return "maybe" if wanted.endswith("/" + tail) or wanted == tail else "no"
     if not wanted.startswith("/"):  # a relative rule: any absolute path ending in it
-        hit = path.endswith("/" + wanted) or (rule.prefix and f"/{wanted}/" in path)
+        hit = path.endswith("/" + wanted) or (prefix and f"/{wanted}/" in path)
         return "yes" if hit else "no"
-    return "yes" if path == wanted or (rule.prefix and _under(path, wanted)) else "no"
+    return "yes" if path == wanted or (prefix and _under(path, wanted)) else "no"
 
 
 def _url_match(rule: Rule, value: str, allowing: bool) -> Match:

@@ -311,3 +311,17 @@ async def test_a_tool_name_that_is_not_plain_is_shown_whole_on_the_card_too() ->
     [prompt], _ = await _asked(name, {"command": "npm test"})
     assert prompt.summary.splitlines()[0] == "tool: " + name[:-1] + "\\u202e"
     assert question(prompt, 200).splitlines()[0] == "Allow this tool? [y/n/a]"
+
+
+def test_a_path_rule_sees_through_symlinks_on_this_machine(tmp_path: Any) -> None:
+    project = tmp_path / "project"
+    secret = tmp_path / "secret"
+    project.mkdir()
+    secret.mkdir()
+    (secret / "key").write_text("k")
+    (project / "link").symlink_to(secret)
+    allow = parse_rule(f"Read({project}:*)")
+    assert allow.match("Read", {"file_path": f"{project}/a.txt"}, allowing=True) == "yes"
+    assert allow.match("Read", {"file_path": f"{project}/link/key"}, allowing=True) == "no"
+    deny = parse_rule(f"Read({secret}:*)")
+    assert deny.match("Read", {"file_path": f"{project}/link/key"}, allowing=False) == "yes"
