@@ -316,3 +316,28 @@ def test_a_burst_of_cancels_ends_its_own_prompt_only(tmp_path: Path) -> None:
         assert len(client.asked) == 4
 
     _drive(tmp_path, "permission", choose, script)
+
+
+def test_a_new_session_after_turns_gets_a_fresh_conversation(tmp_path: Path) -> None:
+    """Each client session is its own conversation of the hosted CLI, recorded under its own thread."""
+    from acp import text_block
+
+    async def choose(tool_call: Any, options: list[Any]) -> Any:
+        return _by_kind(options, "allow_once")
+
+    sessions: list[str] = []
+
+    async def script(conn: Any, sid: str, client: Any) -> None:
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("first")])).stop_reason == "end_turn"
+        other = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
+        assert (await conn.prompt(session_id=other.session_id, prompt=[text_block("second")])).stop_reason == "end_turn"
+        sessions.extend([sid, other.session_id])
+
+    _drive(tmp_path, "permission", choose, script)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [AGENTRT, "logs", "--json"], env=env, capture_output=True, text=True, timeout=BOUND, check=True
+    )
+    rows = {r["prompt"]: r for r in map(json.loads, out.stdout.splitlines())}
+    assert rows["first"]["thread"] == f"acp-{sessions[0]}" and rows["second"]["thread"] == f"acp-{sessions[1]}"
+    assert rows["first"]["conversation_id"] != rows["second"]["conversation_id"]
