@@ -4,7 +4,8 @@ Exit status: 0 the turn completed; 1 the agent reported an error (its code on
 stderr); 2 a launch-contract or usage error (nothing spawned); 3 a runtime
 failure (exit before result, oversize output, spawn failure, or a sink that
 failed on some events: ``sink_failed``, so output is never silently missing;
-``turn_timeout`` after ``--timeout``); 130 / 143 interrupted by SIGINT / SIGTERM
+``turn_timeout`` after ``--timeout``; a recorder that gave up, ``recorder_failed``,
+is said on stderr but leaves the turn's status); 130 / 143 interrupted by SIGINT / SIGTERM
 (the agent was stopped first).
 """
 

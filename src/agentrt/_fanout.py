@@ -7,6 +7,12 @@ silently end the recording.  After :data:`MAX_SINK_FAILURES` failures in a
 row the sink is detached (``sink_detached``).  Failures are reported through
 the owner's ``on_failure`` callback, so the owner decides where the
 diagnostic goes (a conversation puts it in its next batch).
+
+A sink that raises :class:`~agentrt.errors.AgentrtError` with code
+``recorder_failed`` has given up on its own (the database sink on a full disk
+or an unwritable directory): it is detached at once with one
+``recorder_failed`` diagnostic and one stderr line, and it does not count as
+missing output (``failures``), since what it gave up is only the record.
 """
 
 from __future__ import annotations
@@ -16,10 +22,14 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from .errors import AgentrtError
 from .events import Diagnostic, Event, EventBatch, TextDelta
 from .sinks import Sink
 
-__all__ = ["Fanout", "MAX_SINK_FAILURES", "merge_batches"]
+__all__ = ["Fanout", "MAX_SINK_FAILURES", "RECORDER_FAILED", "merge_batches"]
+
+RECORDER_FAILED = "recorder_failed"
+"""The code a sink raises to say it stopped recording for good (see the module docstring)."""
 
 MAX_SINK_FAILURES = 3
 """A sink that fails this many batches in a row is detached."""
@@ -32,6 +42,7 @@ class _Runner:
         self.fanout = fanout
         self.sink = sink
         self.failed = False  # detached
+        self.gave_up = False  # detached by its own recorder_failed
         self.failures = 0  # in a row
         self.failed_batches = 0  # in all, closing included
         self.coalesce = coalesce and getattr(sink, "policy", "block") == "coalesce"
@@ -108,6 +119,13 @@ class _Runner:
 
     def record_failure(self, exc: Exception, what: str) -> None:
         """Report one failure of the sink; detach it after too many in a row."""
+        if self.gave_up:
+            return  # said once already: its close failing too says nothing new
+        if isinstance(exc, AgentrtError) and exc.code == RECORDER_FAILED:
+            self.failed = self.gave_up = True
+            print(f"agentrt: warning: {RECORDER_FAILED}: {exc.detail}", file=sys.stderr)
+            self.fanout._report(Diagnostic(code=RECORDER_FAILED, detail=exc.detail))
+            return
         self.failures += 1
         self.failed_batches += 1
         cause = f"{type(exc).__name__}: {exc}"

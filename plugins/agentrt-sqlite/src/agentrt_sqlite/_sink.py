@@ -10,11 +10,18 @@ one per batch.  The policy is ``block``: when ``max_pending`` events or
 thread, abandoning on cancel) until the writer catches up; nothing is ever
 dropped.  So the queue, and each transaction, stays within a few MiB however
 long the session and however fast the agent writes.
+
+When the database cannot be written (a full disk, an unwritable or missing
+directory, a file that is not a database), the sink gives up once: the next
+``handle()``, ``flush()`` or ``aclose()`` raises ``recorder_failed`` naming
+the file and the reason (the runtime detaches it with one diagnostic and the
+conversation goes on unrecorded); every later call returns quietly.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import threading
 import time
@@ -77,12 +84,15 @@ class SqliteSink:
         self._thread: threading.Thread | None = None
         self._handed_total = 0
         self._close_done = False
+        self._gave_up = False  # recorder_failed was raised: later calls drop quietly
         #: Events committed so far (read by tests and the benchmark).
         self.committed = 0
 
     # -- trio side -----------------------------------------------------
     async def handle(self, batch: EventBatch) -> None:
         """Queue ``batch`` for the writer; waits only when ``max_pending`` events are queued."""
+        if self._gave_up:
+            return
         if self._error is not None:
             raise self._failure()
         if self._closing:
@@ -108,7 +118,7 @@ class SqliteSink:
 
     async def flush(self) -> None:
         """Wait until everything handed over so far is committed (bounded by ``close_timeout``)."""
-        if self._thread is None:
+        if self._thread is None or self._gave_up:
             return
         target = self._handed()
         with trio.fail_after(self.close_timeout):
@@ -127,7 +137,7 @@ class SqliteSink:
                 await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
             if scope.cancelled_caught:
                 raise AgentrtError("sink_close_timeout", "the sqlite writer did not finish in time")
-        if self._error is not None and not self._close_done:
+        if self._error is not None and not self._close_done and not self._gave_up:
             self._close_done = True
             raise self._failure()
         self._close_done = True
@@ -152,6 +162,13 @@ class SqliteSink:
 
     def _failure(self) -> AgentrtError:
         err = self._error
+        reason = _storage_fault(err)
+        if reason is not None:
+            self._gave_up = True
+            return AgentrtError(
+                "recorder_failed",
+                f"cannot record to {str(self.path)!r}: {reason}; the conversation goes on unrecorded",
+            )
         if isinstance(err, AgentrtError):
             return err
         return AgentrtError("sink_write_failed", f"the sqlite sink failed: {type(err).__name__}: {err}")
@@ -211,6 +228,23 @@ class SqliteSink:
                 self._cond.notify_all()
         finally:
             db.close()
+
+
+def _storage_fault(err: BaseException | None) -> str | None:
+    """Why the file cannot be written, when ``err`` is a storage fault (else ``None``: a bug stays loud).
+
+    The reason is the OS's or SQLite's fixed message (``No space left on
+    device``, ``database or disk is full``): neither ever quotes a value.
+    """
+    if isinstance(err, AgentrtError) and err.code == "database_unavailable":
+        err = err.__cause__ or err
+        if isinstance(err, AgentrtError):
+            return "cannot open it"
+    if isinstance(err, OSError):
+        return err.strerror or type(err).__name__
+    if isinstance(err, sqlite3.DatabaseError):
+        return str(err) or type(err).__name__
+    return None
 
 
 def make_sink(options: Mapping[str, Any]) -> SqliteSink:
