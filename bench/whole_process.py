@@ -6,7 +6,9 @@ spawn to reap, with its stdout a pipe that the bench drains (to nowhere):
 * ``agentrt_plain`` / ``agentrt_json``: ``python -m agentrt run --no-log
   --protocol stream-json go`` (plain text, and ``--json``: one event per line);
 * ``agentrt_plain_logged``: the same plain run recording into SQLite, as
-  ``run`` does by default (the SDK records nothing);
+  ``run`` does by default (the SDK records nothing), into a fresh database in
+  a fresh temporary directory every round (removed after the run), so no
+  round pays for the rows of the ones before;
 * ``sdk``: bench/_sdk_query.py, one ``query()`` with ``cli_path`` set to the
   same fake CLI, writing each text delta to stdout (what ``run`` prints);
 * with ``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older
@@ -20,7 +22,12 @@ Per run: wall seconds (spawn to reap); parent CPU seconds, that is the
 ``wait4`` rusage of the contender's process tree less the fake CLI's own CPU
 (which it reports); peak RSS (``ru_maxrss`` of the waited child, MiB).  All
 figures are end to end (whole processes), medians of interleaved rounds with
-ranges, and ratios to the SDK measured in the same rounds.
+ranges, and ratios to the SDK measured in the same rounds; the recorded run
+also as ratios to the ``--no-log`` run of the same round (what recording
+costs).  Each contender is waited for by a fresh helper process (bench/_spawn.py,
+``wait4``), never read from ``RUSAGE_CHILDREN`` of this long-lived bench, so
+its peak RSS and CPU are its own.  ``AGENTRT_BENCH_ROUNDS`` and
+``AGENTRT_BENCH_LINES`` (default 5 and 100,000) shorten a run.
 """
 
 from __future__ import annotations
@@ -108,6 +115,15 @@ def measure(argv: list[str], env: dict[str, str], work: str) -> Figures:
     }
 
 
+def _recorded(argv: list[str], env: dict[str, str], work: str) -> Figures:
+    """``measure`` with a fresh database of its own, removed afterwards."""
+    home = tempfile.mkdtemp(prefix="db-", dir=work)
+    try:
+        return measure(argv, {**env, "AGENTRT_DATABASE_URL": f"sqlite://{home}/agentrt.db"}, work)
+    finally:
+        shutil.rmtree(home)
+
+
 def _pythonpath(tree: str) -> str:
     root = Path(tree)
     paths = [root / "src", *sorted((root / "plugins").glob("*/src"))]
@@ -133,7 +149,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         "sdk": lambda: measure([VENV_PYTHON, SDK_QUERY, cli], sdk_env, work),
         "agentrt_plain": lambda: measure([*run, "go"], agentrt_env, work),
         "agentrt_json": lambda: measure([*run, "--json", "go"], agentrt_env, work),
-        "agentrt_plain_logged": lambda: measure([*logged, "go"], agentrt_env, work),
+        "agentrt_plain_logged": lambda: _recorded([*logged, "go"], agentrt_env, work),
     }
     before = os.environ.get("AGENTRT_BENCH_BEFORE")
     if before:
@@ -148,8 +164,11 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         runs = interleave(contenders, rounds)
     finally:
         os.unlink(session)
-        shutil.rmtree(work)  # the logged run's database lies under it (HOME)
+        shutil.rmtree(work)
     summary = summarize(runs, "sdk", (*KEYS, "cli_cpu_s", "out_mb"))
+    # What recording costs: the recorded run against the --no-log run of the same round.
+    cost = summarize({k: runs[k] for k in ("agentrt_plain", "agentrt_plain_logged")}, "agentrt_plain", KEYS)
+    summary.update({k: v for k, v in cost.items() if k.endswith("_vs_agentrt_plain")})
     summary["session_lines"] = n
     print_summary(f"whole process, end to end (medians of {rounds} interleaved rounds [range]; ratios to sdk)", summary)
     return summary
