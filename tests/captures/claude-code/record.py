@@ -1,6 +1,7 @@
 """Record the Claude Code stream-json captures here, from the pinned CLI in ``.peers/``.
 
-Usage: ``python tests/captures/claude-code/record.py [SCENARIO ...]`` (all by default).  Each
+Usage: ``python tests/captures/claude-code/record.py [SCENARIO ...]`` (all by default; a scenario
+is recorded with the others sharing its HOME, e.g. ``resume`` with ``basic_two_turns``).  Each
 scenario runs the real CLI (``--output-format stream-json --input-format stream-json --print
 --verbose``) against the loopback fake Anthropic API (``tests/dialects/fixtures/fake_anthropic.py``),
 writes stdin lines one at a time, waits for each turn's ``result`` line, closes stdin and keeps
@@ -186,9 +187,12 @@ def main(names: list[str]) -> int:
     unknown = set(names) - {sc.name for sc in SCENARIOS}
     if unknown:
         raise SystemExit(f"unknown scenarios: {sorted(unknown)}")
-    chosen = [sc for sc in SCENARIOS if not names or sc.name in names]
-    if not names:
-        shutil.rmtree(SCRATCH, ignore_errors=True)  # a full recording starts from empty homes
+    # Scenarios of a group share a HOME (resume continues basic_two_turns' session): a group is
+    # recorded whole, from an empty scratch directory, or resume would see earlier resumes.
+    groups = {sc.group for sc in SCENARIOS if not names or sc.name in names}
+    chosen = [sc for sc in SCENARIOS if sc.group in groups]
+    for group in groups:
+        shutil.rmtree(SCRATCH / group, ignore_errors=True)
     version = subprocess.run([str(CLAUDE), "--version"], capture_output=True, check=True, text=True).stdout.split()[0]
     for sc in chosen:
         record(sc, version)
