@@ -52,7 +52,8 @@ async def test_tui_shows_retries_and_the_api_error_in_plain_words() -> None:
 
 async def test_tui_shows_the_tool_and_the_reply() -> None:
     out = await _plain("tool_use_allowed")
-    assert out.startswith("I will run a command.\n[Running: echo hi]\nThe tool said: hi\n(20 in · 10 out")
+    # The issue's own example: the tool call and its result on lines of their own, the blocks apart.
+    assert out.startswith("I will run a command.\n● Bash: echo hi\n  ⎿ hi\nThe tool said: hi\n(20 in · 10 out")
 
 
 @pytest.mark.parametrize("name", ["basic_two_turns", "partial_messages_two_turns", "tool_use_allowed_partial",
