@@ -7,7 +7,7 @@ Two questions, asked by the two kinds of rule:
   ``None``.  Provably means: tree-sitter parses it without error as exactly one
   ``command`` node; every byte is inside one of its words or is a space between
   them; outside quotes a word holds only ``A-Z a-z 0-9 _ - . / : , @ % + =``
-  (``=`` never first); single-quoted text holds anything printable (never two
+  (``=`` never first, nor after ``=`` or ``:``); single-quoted text holds anything printable (never two
   single-quoted pieces side by side: zsh's RC_QUOTES reads ``'a''b'`` as one);
   double-quoted text holds no ``$``, backtick, backslash or ``!``; nothing at
   all is a control, format, bidi or separator character other than the space.
@@ -135,6 +135,8 @@ def _plain_word(node: Node) -> str | None:
     for child in node.children:
         if child.start_byte != pos or (previous == "raw_string" and child.type == "raw_string"):
             return None
+        if child.type in ("word", "number") and _text(child).startswith("="):
+            return None  # zsh's magicequalsubst: a=''=cmd expands =cmd
         piece = _plain_piece(child)
         if piece is None:
             return None
@@ -146,7 +148,8 @@ def _plain_word(node: Node) -> str | None:
 def _plain_piece(node: Node) -> str | None:
     raw = _text(node)
     if node.type in ("word", "number"):
-        return raw if raw and set(raw) <= _SAFE else None
+        # zsh's magicequalsubst expands =cmd after an = or a : (a==ls is a=/bin/ls).
+        return raw if raw and set(raw) <= _SAFE and "==" not in raw and ":=" not in raw else None
     if node.type == "raw_string":
         return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1] else None
     if node.type == "string":

@@ -23,7 +23,7 @@ from agentrt.permissions import PermissionRequest
     "GIT_PAGER='sh -c id' git status", "git status \\; id", 'git status "$(id)"', 'git status "`id`"',
     "git status $'\\x41'", "git status 'a''b'", "git status \x1b[2K", "git status \u202ex", "git status\u00a0-s",
     "git status -s &", "git status;", "(git status)", "{ git status; }", "git status 2>&1", "git status &>x",
-    "git status @(x)", "git status a=(id)",
+    "git status @(x)", "git status a=(id)", "git status a==ls", "git status a:=ls", "git status a''=ls",
 ])
 def test_an_allow_rule_never_matches_a_shell_construct(command: str) -> None:
     assert parse_rule("Bash(git status:*)").match("Bash", {"command": command}, allowing=True) == "no"

@@ -49,7 +49,7 @@ CONSTRUCTS = st.sampled_from([
     "!", "^f", "a~b", "<1-2>", ">out", "<f1", "2>&1", ">|out", "&>out", "<<<x", "'a''b'", "\\;", "\\", "a\\ b",
     "; rm x", "&& rm x", "|| rm x", "| rm x", "|& rm x", "& rm x", "&| rm x", "&! rm x", "\nrm x", "\r", "\x1b[2K",
     "\t", "\u202e", "\u00a0", "(rm x)", "{ rm x; }", "))", "(", "&", ";", "|", "a=(rm x)", "@(rm)", "!(x)",
-    "$(<f1)", "%1", "x=$(rm x)", "--output=x", "-c", "rm",
+    "$(<f1)", "%1", "x=$(rm x)", "--output=x", "-c", "rm", "a==rm", "a:=rm", "a''=rm", "==",
 ])
 TOKEN = st.one_of(PLAIN, PLAIN, PLAIN, QUOTED, CONSTRUCTS)
 SEP = st.sampled_from([" ", " ", "  ", "\t", ""])
