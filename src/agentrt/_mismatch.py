@@ -145,7 +145,8 @@ class ProtocolProbe:
                         message=f"the agent's output looks like {dialect} ({what}), not {self.protocol}: "
                         + _setting(dialect),
                     )
-                if kind is SessionStarted:
+                if kind is not Diagnostic:
+                    # The dialect made an event of its own of the line (an ACP handshake response, say).
                     self.armed = False
                     return None
             elif isinstance(ev, _RECOGNISED):
