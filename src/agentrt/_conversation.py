@@ -340,7 +340,7 @@ async def open_conversation(
     has between SIGTERM and SIGKILL.  ``first_output_timeout`` bounds how long
     a new process has after the prompt to write a line its dialect recognises
     before the turn fails ``protocol_mismatch`` (``None``: no bound; by
-    default ``AGENTRT_FIRST_OUTPUT_TIMEOUT`` of ``parent_env``, else 20 s).  Leaving the block (normally, by
+    default ``AGENTRT_FIRST_OUTPUT_TIMEOUT`` of ``parent_env``, else 30 s).  Leaving the block (normally, by
     exception or by cancellation of the caller's scope) stops the agent and
     flushes the sinks, shielded and bounded.
 

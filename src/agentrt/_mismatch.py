@@ -44,7 +44,7 @@ __all__ = ["FIRST_OUTPUT_TIMEOUT", "PROTOCOL_MISMATCH", "ProtocolProbe", "first_
 
 PROTOCOL_MISMATCH = "protocol_mismatch"
 
-FIRST_OUTPUT_TIMEOUT = 20.0
+FIRST_OUTPUT_TIMEOUT = 30.0
 """How long after the prompt a new process has to write one line its dialect recognises."""
 
 _ENV = "AGENTRT_FIRST_OUTPUT_TIMEOUT"

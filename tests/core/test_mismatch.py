@@ -58,7 +58,7 @@ def test_silence_names_the_dialect_the_executable_suggests() -> None:
     assert "check the agent's protocol" in message
 
 
-@pytest.mark.parametrize(("value", "expected"), [("", 20.0), ("0", None), ("2.5", 2.5)])
+@pytest.mark.parametrize(("value", "expected"), [("", 30.0), ("0", None), ("2.5", 2.5)])
 def test_first_output_timeout_from_the_environment(value: str, expected: float | None) -> None:
     assert first_output_timeout({"AGENTRT_FIRST_OUTPUT_TIMEOUT": value}) == expected
 
