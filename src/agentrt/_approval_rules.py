@@ -60,7 +60,8 @@ _RULE_RE = re.compile(r"([A-Za-z0-9_.:*-]{1,128})(?:\(([^\x00-\x1f\x7f]{0,512})\
 # Programs that run the rest of their words as a command (stripped before a deny rule compares).
 _WRAPPERS = frozenset({"command", "builtin", "exec", "env", "nice", "nohup", "time", "timeout", "sudo", "doas",
                        "stdbuf", "setsid", "noglob", "nocorrect", "-", "xargs", "ionice", "chrt", "taskset",
-                       "coproc", "pkexec", "runuser", "sched"})
+                       "coproc", "pkexec", "runuser", "sched", "repeat", "unbuffer", "caffeinate", "firejail",
+                       "torsocks", "proxychains", "proxychains4", "eatmydata", "chronic", "faketime"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "yash", "ash", "fish", "csh", "tcsh", "busybox"})
 _SOURCES = frozenset({"source", ".", "eval"})
 # Programs that may run a program named anywhere in their arguments.

@@ -51,7 +51,8 @@ def test_an_allow_rule_compares_whole_words_after_quote_removal() -> None:
     "true || rm x", "ls | rm x", "true\nrm x", "true & rm x", "/bin/rm x", "\\rm x", "r''m x", '"rm" x',
     "sudo rm x", "env A=1 rm x", "nice -n 5 rm x", "timeout 5 rm x", "command rm x", "exec rm x",
     "sh -c 'rm -rf x'", "bash -lc \"rm x\"", "eval rm x", "if true; then rm x; fi", "f() { rm x; }; f",
-    "(rm x)", "{ rm x; }", "cat <(rm x)", "xargs rm < list", "git status =(rm x)",
+    "(rm x)", "{ rm x; }", "cat <(rm x)", "xargs rm < list", "git status =(rm x)", "repeat 1 rm x",
+    "x=$(rm x)", "export x=$(rm x)", "for i in $(rm x); do :; done", "rm x &|", "- rm x", "! rm x",
 ])
 def test_a_deny_rule_matches_every_simple_command(command: str) -> None:
     assert parse_rule("Bash(rm:*)").match("Bash", {"command": command}, allowing=False) == "yes"
