@@ -84,3 +84,29 @@ async def test_chat_keeps_the_question_visible_until_it_is_answered(tmp_path: Pa
         assert await tmux.wait_exit(tmp_path / "chat.status") == 0
     finally:
         await tmux.kill()
+
+
+async def test_chat_second_ctrl_c_stops_an_agent_that_ignores_the_interrupt(tmp_path: Path) -> None:
+    marker = tmp_path / "stdin-closed"
+    argv = _argv(tmp_path, "deaf.status", "chat", "-a", "claude")
+    config = (tmp_path / "config.toml").read_text().replace(
+        'STREAM_JSON_FIXTURE_MODE = "permission"',
+        f'STREAM_JSON_FIXTURE_MODE = "deaf", STREAM_JSON_FIXTURE_MARKER = "{marker}"')
+    (tmp_path / "config.toml").write_text(config)
+    tmux = Tmux(tmp_path)
+    try:
+        await _start_80x24(tmux, "deaf", argv)
+        await tmux.wait_text("deaf", "/help for commands")
+        await tmux.keys("deaf", "go", "Enter")
+        await tmux.wait_text("deaf", "working")
+        await tmux.keys("deaf", "C-c")
+        await tmux.wait_text("deaf", "not stopping")  # the interrupt arrived; the agent ignores it
+        await tmux.keys("deaf", "C-c")
+        await tmux.wait_text("deaf", "the turn was cancelled [turn_cancelled]")
+        # Killed at once: the bounded stop (which closes its stdin first) never reached it.
+        assert not marker.exists()
+        await tmux.wait_for("deaf", lambda s: s.rstrip().endswith("›"), "the prompt after the cancel")
+        await tmux.keys("deaf", "C-d")
+        assert await tmux.wait_exit(tmp_path / "deaf.status") == 0
+    finally:
+        await tmux.kill()
