@@ -73,6 +73,7 @@ _RUNNERS = _WRAPPERS | _SHELLS | _SOURCES | frozenset({
     "alias", "hash", "trap", "complete", "compctl", "bind", "fc", "zargs", "autoload",
 })
 _TOKEN = re.compile(r"[A-Za-z0-9_.+/-]+")
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _DEPTH = 4
 
 
@@ -142,7 +143,12 @@ class Rule:
 
         ``aliases`` are other names of the same tool use (an ACP tool call's ``kind``).
         """
-        if not any(fnmatch.fnmatchcase(name, self.tool) for name in (tool_name, *aliases)):
+        names = (tool_name, *aliases)
+        if allowing and set(self.tool) & set("*?["):
+            # An ACP tool's name is its title, which may be the command itself ("mcp__x; rm -rf ~"):
+            # a wildcard allows only names that are names.
+            names = tuple(name for name in names if _NAME.fullmatch(name))
+        if not any(fnmatch.fnmatchcase(name, self.tool) for name in names):
             return "no"
         if self.argument is None:
             return "yes"

@@ -326,3 +326,11 @@ def test_a_path_rule_sees_through_symlinks_on_this_machine(tmp_path: Any) -> Non
     assert allow.match("Read", {"file_path": f"{project}/link/key"}, allowing=True) == "no"
     deny = parse_rule(f"Read({secret}:*)")
     assert deny.match("Read", {"file_path": f"{project}/link/key"}, allowing=False) == "yes"
+
+
+def test_a_wildcard_allow_rule_never_matches_a_tool_name_that_is_a_command() -> None:
+    # ACP: the tool's name is its title, and an agent may title a shell call with the command itself.
+    rule = parse_rule("mcp__fs__*")
+    assert rule.match("mcp__fs__read", {}, allowing=True) == "yes"
+    assert rule.match("mcp__fs__x; rm -rf ~", {}, allowing=True) == "no"
+    assert rule.match("mcp__fs__x; rm -rf ~", {}, allowing=False) == "yes"
