@@ -21,6 +21,19 @@ def startup_error(code: str) -> dict[str, object]:
     return {**STARTUP, "result": code}
 
 
+def reasons_dropped(lines: list[dict[str, object]]) -> list[dict[str, object]]:
+    """``lines`` without the reason of each startup error, checked present: one non-empty line of text."""
+    out = []
+    for line in lines:
+        if line.get("subtype") == "startup_error":
+            line = dict(line)
+            reason = line.pop("errors", None)
+            assert isinstance(reason, list) and len(reason) == 1 and isinstance(reason[0], str), line
+            assert reason[0].strip() and "\n" not in reason[0] and reason[0] != line["result"], reason
+        out.append(line)
+    return out
+
+
 @pytest.mark.parametrize(
     ("args", "extra", "code"),
     [
@@ -50,15 +63,18 @@ async def test_startup_errors_print_one_line_and_exit_1(
 ) -> None:
     env = agent_env(tmp, "http://127.0.0.1:9", **extra)
     status, lines, _ = await run_once(env, b"", *args)
-    assert (status, lines) == (1, [startup_error(code)])
+    assert (status, reasons_dropped(lines)) == (1, [startup_error(code)])
 
 
 async def test_startup_order_model_before_endpoint(tmp: Path) -> None:
     # Two problems at once: the first in §B's order wins.
     env = agent_env(tmp, "http://example.com", AGENTRT_MODEL="")
-    assert (await run_once(env, b""))[:2] == (1, [startup_error("model_required")])
+    status, lines, _ = await run_once(env, b"")
+    assert (status, reasons_dropped(lines)) == (1, [startup_error("model_required")])
+    assert lines[0]["errors"] == ["pass --model or set AGENTRT_MODEL (1-256 printable characters)"]
     env = agent_env(tmp, "http://example.com", AGENTRT_TIMEOUT_MS="5")
-    assert (await run_once(env, b"", "--model", "m"))[:2] == (1, [startup_error("remote_api_requires_https")])
+    status, lines, _ = await run_once(env, b"", "--model", "m")
+    assert (status, reasons_dropped(lines)) == (1, [startup_error("remote_api_requires_https")])
 
 
 async def test_corrupt_session_is_a_startup_error(tmp: Path) -> None:
@@ -68,10 +84,11 @@ async def test_corrupt_session_is_a_startup_error(tmp: Path) -> None:
     bad.write_text("{not json")
     bad.chmod(0o600)
     env = agent_env(tmp, "http://127.0.0.1:9")
-    assert (await run_once(env, b"", "--resume", "s1"))[:2] == (1, [startup_error("invalid_session_state")])
+    status, lines, _ = await run_once(env, b"", "--resume", "s1")
+    assert (status, reasons_dropped(lines)) == (1, [startup_error("invalid_session_state")])
     bad.chmod(0o644)
-    assert (await run_once(env, b"", "--resume", "s1"))[:2] == (
-        1, [startup_error("unsafe_session_state_permissions")])
+    status, lines, _ = await run_once(env, b"", "--resume", "s1")
+    assert (status, reasons_dropped(lines)) == (1, [startup_error("unsafe_session_state_permissions")])
 
 
 async def test_no_output_before_input_and_clean_eof(tmp: Path) -> None:

@@ -108,8 +108,10 @@ async def test_cumulative_call_limit(tmp: Path) -> None:
 async def test_partial_tool_configuration_stops_startup(tmp: Path) -> None:
     env = agent_env(tmp, "http://127.0.0.1:9", tools=True, AGENTRT_TEST_TOOLS="partial")
     status, lines, _ = await run_once(env, user_line("hi"))
+    reason = lines[0].pop("errors", None) if lines else None
     assert (status, lines) == (1, [{"type": "result", "subtype": "startup_error", "is_error": True,
                                     "result": "fixture_tool_configuration_incomplete"}])
+    assert isinstance(reason, list) and len(reason) == 1 and reason[0].strip()  # why, in words
 
 
 async def test_invalid_tool_arguments_fail_the_turn(tmp: Path) -> None:

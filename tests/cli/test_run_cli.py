@@ -180,7 +180,8 @@ def test_bridge_startup_error_is_one_result_line(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0]) == {
-        "type": "result", "subtype": "startup_error", "is_error": True, "result": "unsupported_argument:--bogus"
+        "type": "result", "subtype": "startup_error", "is_error": True, "result": "unsupported_argument:--bogus",
+        "errors": ["unknown bridge argument"],
     }
 
 
