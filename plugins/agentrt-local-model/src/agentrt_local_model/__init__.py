@@ -35,7 +35,7 @@ __all__ = ["agentrt_register_commands"]
 def demo(prompt: str | None, resume: str | None, python: str | None, gguf: str | None) -> None:
     """Ask a local model through the reference agent, offline.
 
-    Starts llama-cpp-python's OpenAI-compatible server on loopback (unless
+    Starts llama.cpp's OpenAI-compatible server on loopback (unless
     AGENTRT_API_BASE_URL is set), runs `agentrt agent` under agentrt over
     awp-jsonl against it, streams the reply and stops the server.
     """

