@@ -105,6 +105,10 @@ class Config:
     default_agent: str | None = None
     logs_enabled: bool = True
     """``[logs] enabled``: record conversations in the database (default true)."""
+    logs_max_age_days: float | None = None
+    """``[logs] max_age_days``: ``agentrt logs --prune`` removes conversations started longer ago."""
+    logs_max_size_mb: float | None = None
+    """``[logs] max_size_mb``: ``agentrt logs --prune`` removes the oldest conversations until the data fits."""
 
     def invalid(self, line: int, what: str) -> AgentrtError:
         """The ``config_invalid`` error for ``what`` at ``line`` of this file."""
@@ -181,12 +185,23 @@ def parse_config(text: str, path: Path, env: Mapping[str, str]) -> Config:
     if not isinstance(logs, dict):
         raise cfg.invalid(header, "logs must be a table")
     for key in logs:
-        if key != "enabled":
-            raise cfg.invalid(_key_line(lines, header, key), f"unknown key logs.{key} (expected: enabled)")
+        if key not in _LOGS_KEYS:
+            raise cfg.invalid(_key_line(lines, header, key),
+                              f"unknown key logs.{key} (expected: {', '.join(_LOGS_KEYS)})")
     enabled = logs.get("enabled", True)
     if not isinstance(enabled, bool):
         raise cfg.invalid(_key_line(lines, header, "enabled"), "logs.enabled must be true or false")
-    return attrs.evolve(cfg, agents=agents, default_agent=default, logs_enabled=enabled)
+    limits: dict[str, float | None] = {}
+    for key in ("max_age_days", "max_size_mb"):
+        value = logs.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            raise cfg.invalid(_key_line(lines, header, key), f"logs.{key} must be a number above 0")
+        limits[key] = None if value is None else float(value)
+    return attrs.evolve(cfg, agents=agents, default_agent=default, logs_enabled=enabled,
+                        logs_max_age_days=limits["max_age_days"], logs_max_size_mb=limits["max_size_mb"])
+
+
+_LOGS_KEYS = ("enabled", "max_age_days", "max_size_mb")
 
 
 def _agent(cfg: Config, lines: Sequence[str], name: str, table: Any, env: Mapping[str, str]) -> AgentConfig:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
+import attrs
 import click
 import orjson
 
 from agentrt.display import escape_text
+from agentrt.errors import AgentrtError
 
 from ._cli import _run, _when
 
@@ -26,8 +30,18 @@ def _clip(text: str | None, width: int) -> str:
 @click.option("--full", is_flag=True,
               help="Print whole prompts and replies (with --approvals: whole inputs), not one line each.")
 @click.option("--approvals", is_flag=True, help="List tool-approval decisions instead of turns.")
-def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: bool, approvals: bool) -> None:
+@click.option("--prune", is_flag=True,
+              help="Remove whole conversations, oldest first, past [logs] max_age_days / max_size_mb.")
+@click.option("--max-age-days", type=click.FloatRange(min=0, min_open=True), metavar="DAYS",
+              help="With --prune: remove conversations started longer ago (wins over the config).")
+@click.option("--max-size-mb", type=click.FloatRange(min=0, min_open=True), metavar="MB",
+              help="With --prune: remove the oldest conversations until the data fits (wins over the config).")
+def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: bool, approvals: bool,
+         prune: bool = False, max_age_days: float | None = None, max_size_mb: float | None = None) -> None:
     """Recorded run, chat and web turns, newest first."""
+    if prune or max_age_days is not None or max_size_mb is not None:
+        _prune(prune, max_age_days, max_size_mb, as_json)
+        return
     if approvals:
         _approvals(count, agent, as_json, full)
         return
@@ -48,6 +62,39 @@ def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: 
         else:
             click.echo(f"{_when(r['started_at'])}  {who:<12} {outcome:<10} {_clip(r['prompt'], 40):<40}  "
                        f"{_clip(r['reply'], 60)}")
+
+
+def _prune(prune: bool, max_age_days: float | None, max_size_mb: float | None, as_json: bool) -> None:
+    from agentrt.config import load_config
+
+    def usage(code: str, message: str) -> NoReturn:
+        click.echo(f"agentrt: error: {code}: {message}", err=True)
+        sys.exit(2)
+
+    if not prune:
+        usage("usage_error", "--max-age-days and --max-size-mb go with --prune")
+    try:
+        config = load_config(dict(os.environ))
+    except AgentrtError as exc:
+        usage(exc.code, exc.detail)
+    days = max_age_days if max_age_days is not None else config.logs_max_age_days
+    mb = max_size_mb if max_size_mb is not None else config.logs_max_size_mb
+    if days is None and mb is None:
+        usage("no_retention_limit", "set [logs] max_age_days or max_size_mb in the config file, "
+              "or give --max-age-days / --max-size-mb")
+    size = None if mb is None else int(mb * 1_000_000)
+    report = _run(lambda s: s.prune(max_age_days=days, max_size_bytes=size), timeout=3600)
+    if as_json:
+        click.echo(orjson.dumps({**attrs.asdict(report), "max_age_days": days, "max_size_mb": mb}).decode())
+        return
+    mib = f"{report.size_before / 1e6:.1f} MB → {report.size_after / 1e6:.1f} MB"
+    if not report.conversations:
+        click.echo(f"nothing to remove ({mib})")
+        return
+    click.echo(f"removed {report.conversations} conversations ({report.turns} turns, {report.events} events, "
+               f"{report.approvals} approval decisions) started {_when(report.first_started)} to "
+               f"{_when(report.last_started)}; database {mib}"
+               + ("" if report.compacted else " (not compacted: busy; the space is reused)"))
 
 
 def _approvals(count: int, agent: str | None, as_json: bool, full: bool) -> None:

@@ -181,6 +181,12 @@ class SqliteStore(BotRows):
 
         return await self._run(lambda db: list_approvals(db, limit=limit, agent=agent, conversation=conversation))
 
+    async def prune(self, *, max_age_days: float | None = None, max_size_bytes: int | None = None) -> Any:
+        """Remove whole conversations, oldest first (see :func:`agentrt_sqlite._prune.prune`); the report."""
+        from ._prune import prune
+
+        return await self._run(lambda db: prune(db, max_age_days=max_age_days, max_size_bytes=max_size_bytes))
+
     async def latest_conversation(self, agent: str | None = None) -> dict[str, Any] | None:
         """The newest conversation with a native session id: what ``agentrt run -c`` continues."""
         from ._logs import latest_conversation
