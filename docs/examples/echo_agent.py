@@ -6,7 +6,7 @@ It follows the contract: nothing on stdout before the first input, a
 ``system/init`` with a resumable session id, streamed text deltas, exactly one
 ``result`` per turn, a clean exit on ``{"type":"shutdown"}`` or end of input.
 
-    AWP_AGENT_CLI_EXECUTABLE=$PWD/docs/examples/echo_agent.py agentrt run "hello there"
+    AWP_AGENT_CLI_EXECUTABLE=$PWD/docs/examples/echo_agent.py .venv/bin/agentrt run "hello there"
 """
 
 import json
@@ -45,8 +45,11 @@ def main(argv):
             started = True
         reply = f"You said: {text}"
         emit({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-        for word in reply.split(" "):
-            emit({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word + " "}})
+        words = reply.split(" ")
+        for i, word in enumerate(words):
+            # A space between words, none after the last: the text is exactly the reply.
+            piece = word if i == len(words) - 1 else word + " "
+            emit({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}})
         emit({"type": "content_block_stop", "index": 0})
         words = len(text.split())
         emit({"type": "result", "subtype": "success", "is_error": False, "session_id": session,

@@ -1,8 +1,8 @@
 """Embedding agentrt in a trio program: one conversation, two turns, events as they stream.
 
-Run it with the example agent CLI beside this file:
+Run it from the checkout, after the README's install, with the example agent CLI beside this file:
 
-    python docs/examples/embed.py
+    .venv/bin/python docs/examples/embed.py
 """
 
 from __future__ import annotations

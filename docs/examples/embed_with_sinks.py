@@ -1,6 +1,6 @@
 """Embedding agentrt with sinks: the database records the turn, the terminal UI shows it.
 
-    python docs/examples/embed_with_sinks.py [DATABASE_FILE]
+    .venv/bin/python docs/examples/embed_with_sinks.py [DATABASE_FILE]
 
 Sinks come from the plugin registry by name, exactly as a third-party sink would;
 the database file defaults to a temporary one here (normally it is
