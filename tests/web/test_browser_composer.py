@@ -125,7 +125,8 @@ def test_claude_codes_status_words_never_reach_the_page(
     )
     say(page, "hello")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply p")
-    assert last_assistant(page).locator(".reply").inner_text().strip().endswith("The tool said: hi")
+    # The words before and after the tool call are paragraphs of their own.
+    assert last_assistant(page).locator(".reply p").all_inner_texts() == ["I will run a command.", "The tool said: hi"]
     shown = page.evaluate("window.__shown")
     assert shown and not [s for s in shown if "requesting" in s], shown
     assert last_assistant(page).locator(".steps li").all_inner_texts() == ["echo hi — done"]

@@ -217,6 +217,22 @@ def test_step_text_reads_running_then_how_the_step_ended() -> None:
     assert step_text({"label": "Editing app.py", "state": "stopped"}) == "Editing app.py — stopped"
 
 
+async def test_words_after_a_tool_call_are_a_paragraph_of_their_own() -> None:
+    hub = Hub()
+    sink = WebSink(hub, "t")
+    stream = hub.stream(hub.subscribe("thread:t"))
+    await stream.__anext__()
+    await sink.handle(batch(TurnStarted(turn=1, prompt="go"), TextDelta(text="I will run a command."), mono=1.0))
+    await sink.handle(batch(ToolUse(id="u1", name="Bash", input={"command": "echo hi"}),
+                            ToolResult(tool_use_id="u1", content="hi", is_error=False), mono=1.1))
+    await sink.handle(batch(TextDelta(text="The tool "), TextDelta(text="said: hi"), mono=1.2))
+    await sink.handle(batch(TextDelta(text=" Done."), TurnCompleted(), mono=1.3))
+    hub.close()
+    body = b"".join([c async for c in stream]).decode()
+    assert '"text":"\\n\\nThe tool said: hi"' in body and '"text":" Done."' in body
+    assert "<p>I will run a command.</p>\\n<p>The tool said: hi Done.</p>" in body
+
+
 async def test_a_step_under_an_agents_own_title_says_it_is_running() -> None:
     # ACP agents title their calls themselves ("Read file"): the running step says what it is doing.
     hub = Hub()

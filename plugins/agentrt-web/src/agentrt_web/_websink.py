@@ -103,6 +103,8 @@ class WebSink:
         self._next_md = 0.0
         #: The key of the turn being sent (set by the chat before it sends; pages name it in a Stop).
         self.turn_key = ""
+        #: A tool step came since the last text (the next text starts a paragraph).
+        self._after_tool = False
 
     async def handle(self, batch: EventBatch) -> None:
         """Project one batch; publish it now, or hold its text for the next frame."""
@@ -118,6 +120,7 @@ class WebSink:
                 self._text(out, pieces)
                 pieces = []
             if cls is TurnStarted:
+                self._after_tool = False
                 live.turn = ev.turn  # type: ignore[attr-defined]
                 live.prompt = ev.prompt  # type: ignore[attr-defined]
                 live.text, live.steps, live.status = [], [], ""
@@ -125,8 +128,10 @@ class WebSink:
                 live.started_mono = batch.mono
                 out.append({"k": "turn_started", "turn": live.turn, "key": live.key, "prompt": live.prompt})
             elif cls is ToolUse:
+                self._after_tool = True
                 out.append({"k": "tool", **self._step(ev)})
             elif cls is ToolResult:
+                self._after_tool = True
                 tid = ev.tool_use_id  # type: ignore[attr-defined]
                 state = "error" if ev.is_error else "done"  # type: ignore[attr-defined]
                 for step in live.steps:
@@ -182,6 +187,12 @@ class WebSink:
 
     def _text(self, out: list[dict[str, Any]], pieces: list[str]) -> None:
         text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        if self._after_tool:
+            # Words after a tool call are a new message of the agent's: a paragraph of their own,
+            # not glued to the sentence before the call ("I will run it.The tool said: hi").
+            self._after_tool = False
+            if self.live.text and not self.live.text[-1].endswith("\n\n"):
+                text = ("\n" if self.live.text[-1].endswith("\n") else "\n\n") + text
         if not self.live.text:
             # The first words go out as text: a rendering pays off once there is some to render.
             self._next_md = trio.current_time() + MD_INTERVAL
