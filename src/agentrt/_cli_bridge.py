@@ -13,15 +13,15 @@ import click
 )
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
 def bridge(argv: tuple[str, ...]) -> None:
-    """Be an agent CLI (``--to DIALECT``, default awp-jsonl) hosting the CLI the launch contract names.
+    """Be an agent CLI (--to DIALECT, default awp-jsonl) hosting the CLI the launch contract names.
 
     \b
     agentrt bridge --to awp-jsonl [-a NAME] [--model M] [--resume ID] [-- AWP_AGENT_CLI_EXECUTABLE=/path ...]
 
-    Arguments after ``--`` of the form AWP_AGENT_*=VALUE (or AGENTRT_CONFIG=PATH)
-    override the launch contract's variables for the hosted CLI; ``-a NAME``
+    Arguments after -- of the form AWP_AGENT_*=VALUE (or AGENTRT_CONFIG=PATH)
+    override the launch contract's variables for the hosted CLI; -a NAME
     hosts a named agent of the config file.  Startup errors print one
-    ``result`` line with a stable code and exit 1; with ``--to acp`` the
+    "result" line with a stable code and exit 1; with --to acp the
     client's first request is answered with a JSON-RPC error instead (stdout
     carries JSON-RPC only).
     """

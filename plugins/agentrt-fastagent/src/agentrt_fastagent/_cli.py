@@ -299,7 +299,7 @@ def cmd_supervise(
 ) -> None:
     """Run the supervisor in the foreground for every bot (Ctrl-C stops the bots and exits).
 
-    With ``--redis`` (or ``$AGENTRT_BOTS_REDIS_URL``) several nodes share the bots: each bot
+    With --redis (or $AGENTRT_BOTS_REDIS_URL) several nodes share the bots: each bot
     runs on at most one of them at a time, and moves when its node dies.
     SIGINT and SIGTERM run the bounded stop of every bot, then exit 130 or 143.
     """
