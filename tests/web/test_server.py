@@ -217,6 +217,19 @@ def test_step_text_reads_running_then_how_the_step_ended() -> None:
     assert step_text({"label": "Editing app.py", "state": "stopped"}) == "Editing app.py — stopped"
 
 
+async def test_step_and_status_labels_show_control_and_bidi_characters_escaped() -> None:
+    from agentrt_web._chat import _status_label
+
+    hub = Hub()
+    sink = WebSink(hub, "t")
+    await sink.handle(batch(TurnStarted(turn=1, prompt="go"), mono=1.0))
+    await sink.handle(batch(ToolUse(id="c1", name="read", input={}, summary="Read \x1b[2Kfile\u202etxt.exe"), mono=1.1))
+    assert sink.live.steps[0]["label"] == "Running: Read \\x1b[2Kfile\\u202etxt.exe"
+    task = Status(kind="task_started", label="Checking \u202eevil\x07 things")
+    assert _status_label(task) == "Checking \\u202eevil\\x07 things"
+    hub.close()
+
+
 async def test_words_after_a_tool_call_are_a_paragraph_of_their_own() -> None:
     hub = Hub()
     sink = WebSink(hub, "t")

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import trio
 
+from agentrt.display import escape_text
 from agentrt.events import (
     Diagnostic,
     EventBatch,
@@ -174,7 +175,8 @@ class WebSink:
     def _step(self, ev: Any) -> dict[str, Any]:
         # A streaming dialect reports a call twice (at its start, then with its input): one step,
         # relabelled.  The label is the dialect's bounded summary, else the runtime's own.
-        label = ev.summary or tool_label(ev.name, ev.input)
+        # An agent writes its calls' titles: every control, bidi or invisible character shown escaped.
+        label = escape_text(ev.summary or tool_label(ev.name, ev.input))
         subject = _subject(label)
         label = _running(label)
         for step in self.live.steps:
@@ -317,7 +319,7 @@ def _status_label(ev: Any) -> str:
         return f"Retrying: {ev.label}" if ev.label else "Retrying"
     if kind in _STATUS_KINDS:
         return _STATUS_KINDS[kind]
-    label = str(ev.label or "").strip()
+    label = escape_text(str(ev.label or "").strip())
     if kind == "mode" and label:
         return f"Mode: {label}"[:120]
     if not label or _MACHINE_WORD.fullmatch(label):
