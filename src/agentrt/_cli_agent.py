@@ -42,6 +42,13 @@ AGENTRT_REMOTE_API_OPT_IN, AGENTRT_PROVIDER.  See docs/reference-agent.md.
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def agent(args: tuple[str, ...]) -> None:
     """Run the reference agent CLI."""
+    import logging
+
     from .agent import main
 
+    # Libraries log through the standard logging (stamina: "stamina.retry_scheduled" on
+    # every retry); with nothing configured Python prints such records bare on stderr,
+    # which is the user's screen when the agent runs directly.  The agent reports what
+    # matters on its protocol instead.
+    logging.getLogger().addHandler(logging.NullHandler())
     sys.exit(main(list(args)))
