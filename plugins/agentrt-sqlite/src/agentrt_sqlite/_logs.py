@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "list_approvals", "record_approval",
-           "search_turns", "latest_conversation"]
+__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "reply_slice", "list_approvals",
+           "record_approval", "search_turns", "latest_conversation"]
 
 #: The keys of each mapping :func:`search_turns` returns.
 LOG_FIELDS = (
@@ -40,6 +40,43 @@ def full_reply(db: sqlite3.Connection, conversation_id: str, first_seq: int, las
         (conversation_id, first_seq, last_seq),
     )
     return "".join(text for (text,) in cur)
+
+
+def reply_slice(
+    db: sqlite3.Connection, thread: str, conversation_id: str, turn: int, offset: int, size: int
+) -> tuple[str, bool] | None:
+    """Characters ``[offset, offset + size)`` of a thread's turn's reply, and whether more follow.
+
+    ``None``: the thread has no such turn.  A reply whole in its row is cut there; a clipped one (``reply_clipped``) is
+    read delta by delta from ``events``, keeping only the part asked for.
+    """
+    offset, size = max(0, offset), max(1, size)
+    row = db.execute(
+        "SELECT substr(u.reply, ?, ?), length(u.reply), u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
+        " JOIN conversations c ON u.conversation_id = c.id JOIN threads t ON c.thread_id = t.id"
+        " WHERE t.name = ? AND u.conversation_id = ? AND u.turn = ?",
+        (offset + 1, size, thread, conversation_id, turn),
+    ).fetchone()
+    if row is None:
+        return None
+    part, length, clipped, first_seq, last_seq = row
+    if not clipped:
+        return part or "", (length or 0) > offset + size
+    cur = db.execute(
+        "SELECT json_extract(data, '$.text') FROM events WHERE source = ? AND seq > ? AND seq < ?"
+        " AND type = 'text_delta' ORDER BY seq",
+        (conversation_id, first_seq, last_seq if last_seq is not None else 1 << 62),
+    )
+    pieces: list[str] = []
+    at = 0  # characters of the reply before the current delta
+    end = offset + size
+    for (text,) in cur:
+        if at + len(text) > offset and at < end:
+            pieces.append(text[max(0, offset - at) : end - at])
+        at += len(text)
+        if at > end:
+            return "".join(pieces), True
+    return "".join(pieces), False
 
 
 def fts_query(text: str) -> str | None:

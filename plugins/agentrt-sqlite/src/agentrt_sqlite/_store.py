@@ -193,35 +193,59 @@ class SqliteStore(BotRows):
 
         return await self._run(lambda db: latest_conversation(db, agent=agent))
 
-    async def thread_turns(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
+    async def thread_turns(
+        self, name: str, limit: int | None = None, *, reply_chars: int | None = None
+    ) -> list[dict[str, Any]]:
         """The thread's turns, oldest first, as dicts with the keys :data:`agentrt.threads.TURN_FIELDS`.
 
         ``limit`` keeps only the first ones (a title needs one turn, not all).
+        ``reply_chars`` bounds each reply to its first that many characters
+        (a page reads the rest with :meth:`reply_part`): each turn then also
+        has ``reply_more``, true when the reply goes on, and no reply is read
+        whole, so the memory a thread costs is bounded however long its replies.
         """
         from ._logs import full_reply
 
         cap = -1 if limit is None else max(0, int(limit))
+        chars = -1 if reply_chars is None else max(0, int(reply_chars))
 
         def q(db: sqlite3.Connection) -> list[dict[str, Any]]:
             cur = db.execute(
-                "SELECT u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.input_tokens,"
-                " u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
-                " u.started_at, u.duration, u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
+                "SELECT u.conversation_id, u.turn, u.prompt,"
+                " CASE WHEN ?1 < 0 THEN u.reply ELSE substr(u.reply, 1, ?1) END AS reply, u.outcome, u.code,"
+                " u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
+                " u.started_at, u.duration, CASE WHEN ?1 < 0 THEN 0 ELSE length(u.reply) > ?1 END,"
+                " u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
                 " JOIN conversations c ON u.conversation_id = c.id"
-                " JOIN threads t ON c.thread_id = t.id WHERE t.name = ? ORDER BY u.started_at, u.id LIMIT ?",
-                (name, cap),
+                " JOIN threads t ON c.thread_id = t.id WHERE t.name = ?2 ORDER BY u.started_at, u.id LIMIT ?3",
+                (chars, name, cap),
             )
-            cols = [d[0] for d in cur.description][:-3]
+            cols = [d[0] for d in cur.description][:-4]
             out = []
             for r in cur.fetchall():
                 turn = dict(zip(cols, r))
-                clipped, first_seq, last_seq = r[-3:]
-                if clipped:  # the column has the first part only: read the whole from the events
+                longer, clipped, first_seq, last_seq = r[-4:]
+                if reply_chars is not None:
+                    turn["reply_more"] = bool(longer or clipped)
+                elif clipped:  # the column has the first part only: read the whole from the events
                     turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq)
                 out.append(turn)
             return out
 
         return await self._run(q)
+
+    async def reply_part(
+        self, name: str, conversation_id: str, turn: int, offset: int, size: int
+    ) -> tuple[str, bool] | None:
+        """Characters ``offset`` to ``offset + size`` of a turn's reply, and whether more follow.
+
+        ``None`` when the thread ``name`` has no such turn.  A reply longer than
+        its row holds is read from its text deltas one at a time, so a part of a
+        reply of any length costs about ``size`` characters of memory.
+        """
+        from ._logs import reply_slice
+
+        return await self._run(lambda db: reply_slice(db, name, conversation_id, turn, offset, size))
 
     async def thread_events(self, name: str, *, after: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
         """A page of the thread's stored event envelopes, in order, and the cursor for the next.

@@ -33,6 +33,7 @@ from ._bots import ACTIONS, BotManager, public_bot, qr_url_of
 from ._chat import ChatManager, valid_thread_name
 from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
+from ._replies import reply_part_route, thread_turns
 from ._security import SecurityMiddleware, Sessions, Throttle
 from ._sse import SSEResponse
 from ._websink import step_text
@@ -123,7 +124,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
             return PlainTextResponse(f"{exc.code}: {exc.detail}", status_code=_STATUS.get(exc.code, 400))
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
         await state.chats.settle(name)
-        turns = await state.chats.turns(name)
+        turns = await thread_turns(state.chats, name)  # long replies cut to their first part
         messages = await state.chats.failure_messages(name, turns)
         # The live turn and the stream position are read together (no await between them):
         # the page's stream replays exactly what came after this view.
@@ -340,6 +341,8 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         Route("/", index),
         Route("/favicon.ico", favicon),
         Route("/threads/{name}", thread_page),
+        Route("/threads/{name}/replies/{conversation}/{turn}",
+              reply_part_route(state.chats, thread_name, page, ctx, not_found)),
         Route("/bots", bots_page),
         Route("/bots/{bot_id}", bot_page),
         Route("/bots/{bot_id}/qr.svg", bot_qr),

@@ -1,0 +1,72 @@
+"""Long replies in parts: the thread page shows a reply's first part, a page per further part.
+
+A thread whose agent wrote a 50 MB reply must not cost the server 50 MB (and
+its Markdown far more) each time the page is opened.  The thread page asks the
+store for every reply cut to :data:`REPLY_PART` characters; a longer one ends
+with a link to ``/threads/NAME/replies/CONVERSATION/TURN?offset=N``, which
+shows the next part (rendered on its own) with links to the parts before and
+after.  The store reads a part without reading the reply whole, so each
+request's memory is bounded by the part's size whatever the reply's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agentrt.errors import AgentrtError
+
+__all__ = ["REPLY_PART", "thread_turns", "reply_part_route"]
+
+#: Characters of a reply shown per part (the thread page shows the first).
+REPLY_PART = 100_000
+
+
+async def thread_turns(chats: Any, name: str) -> list[Mapping[str, Any]]:
+    """The thread's turns with each reply cut to its first part (``reply_more`` when it goes on).
+
+    A store that cannot read parts gives its turns whole, as before.
+    """
+    browser = chats.browser
+    if browser is None or not hasattr(browser, "reply_part"):
+        return list(await chats.turns(name))
+    return list(await browser.thread_turns(name, None, reply_chars=REPLY_PART))
+
+
+def reply_part_route(
+    chats: Any,
+    thread_name: Callable[[Request], str],
+    page: Callable[..., Awaitable[Response]],
+    ctx: Callable[..., dict[str, Any]],
+    not_found: Callable[..., Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of ``GET /threads/{name}/replies/{conversation}/{turn}?offset=N``."""
+
+    async def reply_part(request: Request) -> Response:
+        missing = "There is no such reply in this thread. The thread may have been deleted or renamed."
+        try:
+            name = thread_name(request)
+            turn = int(request.path_params["turn"])
+            offset = int(request.query_params.get("offset", "0"))
+        except (ValueError, AgentrtError):
+            return await not_found(request, detail=missing)
+        if not 0 <= offset < 1 << 53 or not 0 <= turn < 1 << 53:  # beyond any reply (and SQLite's integers)
+            return await not_found(request, detail=missing)
+        browser = chats.browser
+        conversation = str(request.path_params["conversation"])
+        found = None
+        if browser is not None and hasattr(browser, "reply_part"):
+            found = await browser.reply_part(name, conversation, turn, offset, REPLY_PART)
+        if found is None:
+            return await not_found(request, detail=missing)
+        text, more = found
+        base = f"/threads/{name}/replies/{conversation}/{turn}"
+        return await page("reply.html", ctx(
+            request, thread=name, part=text, offset=offset, end=offset + len(text),
+            previous=f"{base}?offset={max(0, offset - REPLY_PART)}" if offset else None,
+            next=f"{base}?offset={offset + len(text)}" if more else None))
+
+    return reply_part
