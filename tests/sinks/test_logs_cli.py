@@ -64,7 +64,8 @@ def test_every_run_is_recorded_and_logs_lists_and_searches_them(tmp_path: Path) 
     assert [r["agent"] for r in lines(cli(tmp_path, "logs", "-a", "fy", "--json"))] == ["fy"]
     assert len(lines(cli(tmp_path, "logs", "-n", "2", "--json"))) == 2
     text = cli(tmp_path, "logs", "-n", "1")
-    assert text.returncode == 0 and "fx" in text.stdout and "zebra-stripes: why?" in text.stdout
+    assert text.returncode == 0 and "zebra-stripes: why?" in text.stdout
+    assert f"  fx ({every[0]['dialect']}) " in text.stdout  # the agent's name, its dialect beside it
     assert cli(tmp_path, "logs", "-q", "okapi").stdout.strip() == "no matching turns"
 
 

@@ -54,7 +54,8 @@ def logs(count: int, query: str | None, agent: str | None, as_json: bool, full: 
         return
     for r in rows:
         where = f"thread {r['thread']}" if r["thread"] else f"conversation {r['conversation_id']}"
-        who = r["agent"] or r["dialect"] or "-"
+        # The agent's configured name (what -a takes), its dialect beside it.
+        who = f"{r['agent']} ({r['dialect']})" if r["agent"] and r["dialect"] else r["agent"] or r["dialect"] or "-"
         outcome = r["outcome"] if r["code"] is None else f"{r['outcome']} ({r['code']})"
         if full:
             click.echo(f"## {_when(r['started_at'])}  {who}  {where}  {outcome}\n")

@@ -226,7 +226,9 @@ async def _chat(
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             # Printed once the signals are ours, so that it also says a signal will stop the chat cleanly.
             # Off a terminal the banner is not part of the output (stdout holds the replies).
-            click.secho(f"{label} with {launch.protocol} agent{resumed}. /help for commands, Ctrl-D to end.",
+            # The agent's configured name first (what the user chose it by), its dialect beside it.
+            who = f"{resolved.name} ({launch.protocol})" if resolved.name else f"{launch.protocol} agent"
+            click.secho(f"{label} with {who}{resumed}. /help for commands, Ctrl-D to end.",
                         dim=True, err=not sys.stdout.isatty())
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_on_signals, conv, signals, reader, nursery.cancel_scope, stopped_by)
