@@ -27,8 +27,8 @@ import sys
 QA_TEMPLATE = (
     "{%- for message in messages -%}"
     "{%- if message.role == 'system' -%}{{ message.content }}\n\n"
-    "{%- elif message.role == 'user' -%}Q: {{ message.content }}\n"
-    "{%- else -%}A: {{ message.content }}\n\n{%- endif -%}"
+    "{%- elif message.role == 'user' -%}Q: {{ message.content | trim }}\n"
+    "{%- else -%}A: {{ message.content | trim }}\n\n{%- endif -%}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}A:{%- endif -%}"
 )
