@@ -179,3 +179,41 @@ async def test_demo_with_the_real_local_model(tmp: Path, model_python: str) -> N
     assert b"first start" not in again.stderr
     answer = again.stdout.decode()
     assert answer == answer.strip() + "\n" and answer.count("\n") == 1, answer
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_the_server_stops_on_sigterm_even_when_started_with_it_ignored(tmp: Path, model_python: str) -> None:
+    import signal
+
+    import httpx
+
+    from agentrt_local_model import _serve
+    from agentrt_local_model._server import _free_port, find_gguf, server_env
+
+    found = await find_gguf(model_python, server_env(_env(tmp)))
+    port = _free_port()
+
+    def ignore_stops() -> None:  # as nohup or a shell's background job leave signals
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen([model_python, _serve.__file__, "--model", found.path, "--port", str(port)],
+                            preexec_fn=ignore_stops, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+            with trio.fail_after(300):  # a hang guard: loading the model on a busy machine
+                while True:
+                    try:
+                        if (await client.get(f"http://127.0.0.1:{port}/v1/models")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    assert proc.poll() is None, "the server exited before it was ready"
+                    await trio.sleep(0.2)  # polling HTTP: there is no event to wait on
+        proc.send_signal(signal.SIGTERM)
+        assert await trio.to_thread.run_sync(lambda: proc.wait(timeout=60)) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -54,9 +54,12 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Serve until SIGTERM/SIGINT; 2 on bad arguments, 1 when the model does not load."""
     args = _args(argv)
-    # Blocked before the server starts its threads (they inherit the mask), so
-    # the signal reaches sigwait below whatever the parent left ignored.
+    # Blocked before the server starts its threads (they inherit the mask), so the
+    # signal reaches sigwait below; an ignored signal is discarded even while
+    # blocked, so whatever the parent left ignored (nohup, a background job) is reset.
     stops = {signal.SIGTERM, signal.SIGINT}
+    for signum in stops:
+        signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     import xllamacpp  # type: ignore[import-not-found,unused-ignore]  # the [model] extra: untyped, optional
 
