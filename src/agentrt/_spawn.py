@@ -35,6 +35,13 @@ CPython forks with the GIL held and re-initialises its own locks in the
 child, glibc resets its malloc locks across ``fork``, and the function only
 makes two syscalls through a ``prctl`` binding resolved before any fork.
 
+The spawn servers belong to the trio run that started them: when it ends
+(returns, raises or is cancelled) a system task of that run stops and reaps
+them, so nothing agentrt started outlives ``trio.run``; the children
+themselves are stopped by their owners' scopes.  ``keep_warm`` in
+:mod:`agentrt._spawn_client` (public as
+``agentrt.lowlevel.keep_spawn_servers``) keeps them across runs instead.
+
 Elsewhere than Linux there is no death signal: spawning goes through
 ``trio.lowlevel.open_process`` unchanged and children are stopped by their
 owner's bounded stop only.
@@ -386,6 +393,8 @@ async def _from_server(
     """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
     if not _spawn_client.supported() or not _spawn_client.wanted():
         return None
+    # The servers are this run's: stopped and reaped when it ends.
+    _spawn_client.own_for_this_run()
     index = _spawn_client.next_server()
     sock = _spawn_client.running(index)
     if sock is None:

@@ -1,8 +1,12 @@
 """The owner's side of the spawn server (:mod:`agentrt._spawn_server`): start it, ask it for children.
 
-One server per owner process, started on first use from a long-lived spawner
-thread of :mod:`agentrt._spawn` (the children's death signal follows that
-thread).  A request is one message on a ``SOCK_SEQPACKET`` socket; the answer
+The servers belong to the trio run that first used them: started on first
+use from a long-lived spawner thread of :mod:`agentrt._spawn` (the children's
+death signal follows that thread), and stopped and reaped by a system task of
+that run when the run ends, however it ends (:func:`own_for_this_run`).  With
+several runs at once (one per thread), the last one to end stops them;
+:func:`keep_warm` keeps them across runs instead, until :func:`stop_servers`
+or interpreter exit.  A request is one message on a ``SOCK_SEQPACKET`` socket; the answer
 comes on a fresh report pipe, read with trio's wait and no thread hop, so the
 owner spends no fork and no GIL-held time per child.  When the server cannot
 start (an architecture without a known ``clone`` number, an interpreter that
@@ -30,7 +34,10 @@ import trio
 
 from . import _spawn_server
 
-__all__ = ["spawn", "supported", "wanted", "server_pids", "next_server", "running", "ensure", "forget"]
+__all__ = [
+    "spawn", "supported", "wanted", "server_pids", "next_server", "running", "ensure", "forget",
+    "own_for_this_run", "keep_warm", "stop_servers",
+]
 
 # Larger requests (huge environments) go the fork way: one message must fit the socket buffer.
 _MAX_REQUEST = 64 * 1024
@@ -50,11 +57,16 @@ _SERVE_AFTER = 8
 _lock = threading.Lock()
 # One per server index: two servers start side by side (each is a Python start-up).
 _start_locks: dict[int, threading.Lock] = {}
-_spawns = itertools.count()
 _servers: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
 _turn = itertools.count()
 _broken = False
 _send_locks: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agentrt_spawn_send_lock")
+# Per run: owned spawns asked for so far (each run earns its servers anew).
+_spawn_counts: trio.lowlevel.RunVar[itertools.count[int]] = trio.lowlevel.RunVar("agentrt_spawn_count")
+# Per run: set once the run holds the servers (its system task will release them).
+_holding: trio.lowlevel.RunVar[bool] = trio.lowlevel.RunVar("agentrt_spawn_servers_held", default=False)
+_runs_holding = 0
+_keep_warm = False
 
 
 # Asked once per spawn: the platform's answer does not change.
@@ -66,21 +78,67 @@ def supported() -> bool:
     return _PLATFORM_SUPPORTED and not _broken
 
 
-@atexit.register
-def _stop_servers() -> None:
-    # They would end at end of file on their socket; killing spares the wait.
-    for sock, popen in list(_servers.values()):
+def stop_servers() -> None:
+    """Stop the spawn servers now: killed and reaped (their children, ours, live on); idempotent.
+
+    Not while a spawn is under way in this process (the run's end, or
+    interpreter exit, is when it is called).  The next spawn that wants a
+    server starts a new one.
+    """
+    with _lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for sock, popen in servers:
+        # They would end at end of file on their socket; killing spares the wait.
         with contextlib.suppress(OSError):
             sock.close()
         with contextlib.suppress(OSError):
             popen.kill()
-            popen.wait()
-    _servers.clear()
+        # SIGKILLed: the wait is the kernel's, not the server's.
+        popen.wait()
+
+
+# The backstop, for a program that ends without leaving its trio run (sys.exit in a thread, say).
+atexit.register(stop_servers)
+
+
+def keep_warm(keep: bool = True) -> None:
+    """Keep the spawn servers across trio runs (``True``) or let each run stop them at its end (default)."""
+    global _keep_warm
+    _keep_warm = keep
+
+
+def own_for_this_run() -> None:
+    """Make the current trio run hold the servers: when it ends, the last run holding them stops them.
+
+    Call before using (or starting) a server; cheap after the first call in a run.
+    """
+    global _runs_holding
+    if _holding.get():
+        return
+    _holding.set(True)
+    with _lock:
+        _runs_holding += 1
+    trio.lowlevel.spawn_system_task(_hold, name="agentrt spawn servers")
+
+
+async def _hold() -> None:
+    # A system task: cancelled once the run's main task has ended, whichever way.
+    global _runs_holding
+    try:
+        await trio.sleep_forever()
+    finally:
+        with _lock:
+            _runs_holding -= 1
+            last = _runs_holding == 0
+        if last and not _keep_warm:
+            stop_servers()
 
 
 def forget() -> None:
     """In a forked copy of the owner: the server belongs to the original, start a new one on demand."""
-    global _lock
+    global _lock, _runs_holding
+    _runs_holding = 0
     for sock, _popen in _servers.values():
         with contextlib.suppress(OSError):
             sock.close()
@@ -90,13 +148,21 @@ def forget() -> None:
 
 
 def server_pids() -> list[int]:
-    """The running spawn servers' pids (children of this process that live as long as it does)."""
+    """The running spawn servers' pids (children of this process until the trio run that started them ends)."""
     return [popen.pid for _sock, popen in list(_servers.values()) if popen.returncode is None]
 
 
 def wanted() -> bool:
-    """True once this process has asked for enough children that the servers pay for themselves."""
-    return next(_spawns) >= _SERVE_AFTER
+    """True once this run has asked for enough children that the servers pay for themselves.
+
+    (Or servers kept warm from an earlier run are running: they cost nothing more.)
+    """
+    try:
+        count = _spawn_counts.get()
+    except LookupError:
+        count = itertools.count()
+        _spawn_counts.set(count)
+    return next(count) >= _SERVE_AFTER or (_keep_warm and bool(_servers))
 
 
 def next_server() -> int:

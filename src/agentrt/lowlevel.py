@@ -32,7 +32,10 @@ are not: import from here).  The pieces:
   runs children itself (the managed-task worker): no shell, its own process
   group, exactly the given environment, and on Linux death with its owner
   (``PR_SET_PDEATHSIG``, :data:`DEATH_SIGNAL_SUPPORTED`), even when the owner is
-  SIGKILLed; :class:`OwnedProcess` is what it returns;
+  SIGKILLed; :class:`OwnedProcess` is what it returns; the spawn servers
+  that start the children of a busy program end with the trio run that
+  started them, unless :func:`keep_spawn_servers` keeps them across runs
+  (:func:`stop_spawn_servers` stops them at once);
 * trio helpers: :func:`collapse_single_group` unwraps a lone exception out of a
   nursery's exception group.
 
@@ -67,6 +70,8 @@ from ._pump import pump_events as pump_events
 from ._spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
 from ._spawn import OwnedProcess as OwnedProcess
 from ._spawn import open_owned_process as open_owned_process
+from ._spawn_client import keep_warm as keep_spawn_servers
+from ._spawn_client import stop_servers as stop_spawn_servers
 from ._turn_rules import TurnProgress as TurnProgress
 from ._turn_rules import TurnRules as TurnRules
 
@@ -76,6 +81,8 @@ __all__ = [
     "DEATH_SIGNAL_SUPPORTED",
     "OwnedProcess",
     "open_owned_process",
+    "keep_spawn_servers",
+    "stop_spawn_servers",
     "ExitStatus",
     "EXIT_OUTPUT_GRACE",
     "Fanout",
