@@ -45,7 +45,7 @@ from ._pump import EXIT_OUTPUT_GRACE
 from ._turn_rules import TurnRules
 from ._turn_stream import TurnState, TurnStream
 from .dialect import Dialect, HostCodec, Turn, content_text
-from .errors import AgentrtError
+from .errors import RUNTIME_FAILURE_CODES, AgentrtError
 from .events import ControlRequest, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
 from .permissions import PermissionPolicy
 
@@ -62,28 +62,9 @@ __all__ = [
     "MAX_SINK_FAILURES",
 ]
 
-#: Codes of turn failures caused by the runtime or the process, not reported by the agent.
-RUNTIME_FAILURE_CODES = frozenset(
-    {
-        "exit_before_result",
-        "runtime_output_oversize",
-        "spawn_failed",
-        "stdin_unavailable",
-        "session_exited",
-        # The executable was swapped between validation and a (re)spawn.
-        "cli_executable_not_found",
-        "cli_executable_is_symlink",
-        "cli_executable_not_regular_file",
-        "cli_executable_not_executable",
-        # No result within the caller's bound (agentrt run --timeout).
-        "turn_timeout",
-        # The agent's output does not fit the configured dialect (agentrt._mismatch).
-        "protocol_mismatch",
-    }
-)
-
-# Bound on the shielded cleanup when the conversation ends (the pump's: _conversation_process).
-_SINK_CLOSE_TIMEOUT = 10.0
+#: The bound on leaving ``open_conversation``, whatever the agent and the sinks do: the
+#: agent's bounded stop first, then the sinks' drain and close in what is left of it.
+CLOSE_TIMEOUT = 10.0
 
 
 class Conversation(_ProcessManagement):
@@ -130,7 +111,7 @@ class Conversation(_ProcessManagement):
         self._turns = 0
         self._seq = 0
         self._internal_events: list[Event] = []
-        self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=_SINK_CLOSE_TIMEOUT)
+        self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=CLOSE_TIMEOUT)
         self._stopping = False
         # The process may hold half a turn (a write cut short): the next send stops it first.
         self._replace_process = False
@@ -303,16 +284,20 @@ class Conversation(_ProcessManagement):
 
     # -- shutdown ------------------------------------------------------------
     async def _aclose(self) -> None:
+        # One deadline for the whole close (CLOSE_TIMEOUT): the agent's stop is
+        # bounded by its own escalation (about 4 s by default), the sinks get the rest.
+        deadline = trio.current_time() + CLOSE_TIMEOUT
         with trio.CancelScope(shield=True):
             await self.stop()
-            live = self._live
-            if live is not None and live.parked:
-                # No task will wake to leave the process context: leave it here.
-                await live.close()
-            # Whatever the pump could not deliver is lost only if a sink hangs past its bound.
-            if self._internal_events:
-                await self._dispatch([])
-            await self._fanout.aclose()
+            with trio.move_on_at(deadline):
+                live = self._live
+                if live is not None and live.parked:
+                    # No task will wake to leave the process context: leave it here.
+                    await live.close()
+                # Whatever the pump could not deliver is lost only if a sink hangs past the deadline.
+                if self._internal_events:
+                    await self._dispatch([])
+            await self._fanout.aclose(deadline=deadline)
 
 
 @asynccontextmanager

@@ -251,27 +251,38 @@ class LaunchSpec:
     @classmethod
     def from_env(
         cls,
-        env: Mapping[str, str],
+        environ: Mapping[str, str],
+        /,
         *,
         executable: str | None = None,
         args: str | Sequence[str] | None = None,
         protocol: str | None = None,
         model: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> LaunchSpec:
-        """Validate the ``AWP_AGENT_*`` variables of ``env``; keyword values override them.
+        """Validate the ``AWP_AGENT_*`` variables of ``environ``; keyword values override them.
 
         ``args`` may be a JSON array text (as in ``AWP_AGENT_CLI_ARGS_JSON``) or a
-        sequence of strings; either is validated the same way.  Order and codes:
-        executable, args, remote URL in args, model, protocol, env JSON entries,
+        sequence of strings; either is validated the same way.  ``env`` is the
+        child's environment entries as a mapping, validated exactly as the JSON
+        object of ``AWP_AGENT_CLI_ENV_JSON`` (same codes, same limits, same remote
+        URL rule); given, it replaces that variable.  Order and codes:
+        executable, args, remote URL in args, model, protocol, env entries,
         remote URL in env values.  This performs one ``lstat`` of the executable.
         """
-        remote_ok = env.get("AWP_AGENT_REMOTE_API_OPT_IN") == "1"
+        env_entries: str | Mapping[str, Any] | None = environ.get("AWP_AGENT_CLI_ENV_JSON")
+        env_source = "AWP_AGENT_CLI_ENV_JSON"
+        if env is not None:
+            if not isinstance(env, Mapping):
+                raise AgentrtError("invalid_cli_env_json", "env must be a mapping of names to strings")
+            env_entries, env_source = env, "env"
+        remote_ok = environ.get("AWP_AGENT_REMOTE_API_OPT_IN") == "1"
         if executable is None:
-            exe = _validate_executable(env.get("AWP_AGENT_CLI_EXECUTABLE"), "AWP_AGENT_CLI_EXECUTABLE")
+            exe = _validate_executable(environ.get("AWP_AGENT_CLI_EXECUTABLE"), "AWP_AGENT_CLI_EXECUTABLE")
         else:
             exe = _validate_executable(executable, "executable")
         if args is None:
-            prefix = _validate_args(env.get("AWP_AGENT_CLI_ARGS_JSON"), "AWP_AGENT_CLI_ARGS_JSON")
+            prefix = _validate_args(environ.get("AWP_AGENT_CLI_ARGS_JSON"), "AWP_AGENT_CLI_ARGS_JSON")
         else:
             prefix = _validate_args(args, "args")
         if not remote_ok:
@@ -282,14 +293,14 @@ class LaunchSpec:
                         f"argument #{index} holds a remote URL; set AWP_AGENT_REMOTE_API_OPT_IN=1 to allow it",
                     )
         if model is None:
-            chosen_model = _validate_model(env.get("AWP_AGENT_DEFAULT_MODEL"), "AWP_AGENT_DEFAULT_MODEL")
+            chosen_model = _validate_model(environ.get("AWP_AGENT_DEFAULT_MODEL"), "AWP_AGENT_DEFAULT_MODEL")
         else:
             chosen_model = _validate_model(model, "model")
         if protocol is None:
-            chosen_protocol = _validate_protocol(env.get("AWP_AGENT_CLI_PROTOCOL"), "AWP_AGENT_CLI_PROTOCOL")
+            chosen_protocol = _validate_protocol(environ.get("AWP_AGENT_CLI_PROTOCOL"), "AWP_AGENT_CLI_PROTOCOL")
         else:
             chosen_protocol = _validate_protocol(protocol, "protocol")
-        entries = _validate_env(env.get("AWP_AGENT_CLI_ENV_JSON"), remote_ok=remote_ok)
+        entries = _validate_env(env_entries, remote_ok=remote_ok, source=env_source)
         return cls(
             executable=exe,
             prefix_args=prefix,

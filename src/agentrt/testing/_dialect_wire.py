@@ -234,7 +234,7 @@ def _roundtrip(name: str, instance: Dialect, script: Sequence[Event]) -> None:
         ProcessExited(returncode=0),
         RawEvent(name="x"),
         ToolResult(tool_use_id="t", content="c"),
-        Diagnostic(code="c"),
+        Diagnostic(code="unexpected_output_shape"),
     ):
         try:
             agent.encode(other)

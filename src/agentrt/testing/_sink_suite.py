@@ -77,7 +77,7 @@ def sample_events() -> list[Event]:
         TurnCompleted(session_id="sess-1", usage=Usage(input_tokens=12, output_tokens=2), result="ok"),
         TurnStarted(turn=2, prompt="again"),
         TurnFailed(code="turn_cancelled", message="cancelled", usage=None),
-        Diagnostic(code="malformed_output", detail="a line that is not JSON"),
+        Diagnostic(code="malformed_output_line", detail="malformed stdout line #1: {oops"),
         RawEvent(name="mystery", raw={"type": "mystery", "nested": {"deep": [1, {"x": "y"}]}}),
         Lifecycle(kind="process_started", message="up", pid=123, timestamp="2026-01-01T00:00:00Z",
                   data={"k": "v"}, agent_id="bot-1"),
