@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 import click
 
 from ._cli_approval import approval_options
+from ._cli_sinks import sink_options
 from ._run_stdout import STDOUT_PIPE_SIZE as STDOUT_PIPE_SIZE
 from ._run_stdout import _StdoutSink as _StdoutSink
 
@@ -72,12 +73,13 @@ def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="End the turn with turn_timeout (exit 3) if it has no result by then.")
 @approval_options
+@sink_options
 @click.argument("prompt", required=False)
 def run(
     agent: str | None, protocol: str | None, model: str | None, resume: str | None, continue_: bool,
     thread: str | None, no_log: bool, as_json: bool, timeout: float | None, prompt: str | None,
     allow_tools: tuple[str, ...] = (), deny_tools: tuple[str, ...] = (), permission_mode: str | None = None,
-    ask_timeout: float = 50.0,
+    ask_timeout: float = 50.0, sinks: tuple[str, ...] = (),
 ) -> None:
     """Send PROMPT to the agent CLI named by -a or the launch contract and stream the reply.
 
@@ -90,6 +92,7 @@ def run(
     import trio
 
     from ._cli_agents import load_config_for_cli, resolve_for_cli
+    from ._cli_sinks import apply_sink_choice, open_added_sinks
     from ._launch import is_valid_session_id
     from ._plugins import get_plugins
     from ._runlog import find_continuation, log_options, open_log_sink
@@ -108,6 +111,7 @@ def run(
         fail("invalid_resume_session_id", "--resume must match [A-Za-z0-9._:-]{1,256}")
     try:
         plugins = get_plugins()
+        added = apply_sink_choice(plugins, sinks)
         previous = find_continuation(plugins, env, agent, config.agents) if continue_ else None
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
@@ -124,6 +128,9 @@ def run(
     try:
         dialect = plugins.dialect(launch.protocol)
         log_sink = open_log_sink(plugins, log) if log is not None else None
+        # The sinks --sink adds get the options a recorder gets: what the conversation is.
+        continues = previous.conversation_id if previous else None
+        extra = open_added_sinks(plugins, added, log or log_options(env, resolved, thread=thread, continues=continues))
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     store = None
@@ -159,7 +166,7 @@ def run(
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout,
-                      policy, conversation_id, asker)
+                      policy, conversation_id, asker, extra)
     sys.exit(status)
 
 
@@ -198,6 +205,7 @@ async def _run(
     policy: Any = None,
     conversation_id: str | None = None,
     asker: PausingAsker | None = None,
+    extra_sinks: list[Any] | None = None,
 ) -> int:
     import trio
 
@@ -232,6 +240,7 @@ async def _run(
         asker.pause = sinks[0].paused  # the live status line holds still while a question is asked
     if log_sink is not None:
         sinks.append(log_sink)
+    sinks.extend(extra_sinks or ())
 
     live: list[Any] = []  # the conversation, once open
     timeout_message = f"no result within {turn_timeout or 0:g} s; the agent was stopped"

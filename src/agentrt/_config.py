@@ -58,7 +58,7 @@ _TOOL_PATTERN_RE = re.compile(r"[A-Za-z0-9_.:*-]{1,128}(\([^\x00-\x1f\x7f]{0,512
 _AGENT_KEYS = frozenset(
     {"executable", "args", "env", "protocol", "model", "permissions", "remote_api_opt_in", "partial_messages", "preset"}
 )
-_TOP_KEYS = frozenset({"default_agent", "agents", "logs"})
+_TOP_KEYS = frozenset({"default_agent", "agents", "logs", "sinks"})
 _LOCATION_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
@@ -109,6 +109,8 @@ class Config:
     """``[logs] max_age_days``: ``agentrt logs --prune`` removes conversations started longer ago."""
     logs_max_size_mb: float | None = None
     """``[logs] max_size_mb``: ``agentrt logs --prune`` removes the oldest conversations until the data fits."""
+    sinks: Mapping[str, str] = attrs.field(factory=dict)
+    """``[sinks] terminal`` / ``recorder``: the sink that holds the role when several loaded sinks do."""
 
     def invalid(self, line: int, what: str) -> AgentrtError:
         """The ``config_invalid`` error for ``what`` at ``line`` of this file."""
@@ -198,7 +200,21 @@ def parse_config(text: str, path: Path, env: Mapping[str, str]) -> Config:
             raise cfg.invalid(_key_line(lines, header, key), f"logs.{key} must be a number above 0")
         limits[key] = None if value is None else float(value)
     return attrs.evolve(cfg, agents=agents, default_agent=default, logs_enabled=enabled,
-                        logs_max_age_days=limits["max_age_days"], logs_max_size_mb=limits["max_size_mb"])
+                        logs_max_age_days=limits["max_age_days"], logs_max_size_mb=limits["max_size_mb"],
+                        sinks=_sinks(cfg, lines, data.get("sinks", {})))
+
+
+def _sinks(cfg: Config, lines: Sequence[str], table: Any) -> dict[str, str]:
+    """``[sinks]``: a role (``terminal``, ``recorder``) to the name of the sink that holds it."""
+    header = _header_line(lines, "sinks")
+    if not isinstance(table, dict):
+        raise cfg.invalid(header, "sinks must be a table")
+    for key, value in table.items():
+        if key not in ("terminal", "recorder"):
+            raise cfg.invalid(_key_line(lines, header, key), f"unknown key sinks.{key} (expected: terminal, recorder)")
+        if not isinstance(value, str) or not value:
+            raise cfg.invalid(_key_line(lines, header, key), f"sinks.{key} must be a sink's name")
+    return dict(table)
 
 
 _LOGS_KEYS = ("enabled", "max_age_days", "max_size_mb")

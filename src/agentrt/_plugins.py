@@ -57,6 +57,8 @@ class PluginInfo:
     tools: tuple[str, ...]
     sinks: tuple[str, ...]
     hooks: tuple[str, ...]
+    sink_roles: Mapping[str, str] = attrs.field(factory=dict)
+    """Each of ``sinks`` with its role (``terminal``, ``recorder``, ``other``)."""
 
 
 @attrs.frozen
@@ -82,7 +84,14 @@ class Plugins:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self._dists: dict[str, tuple[str | None, str | None]] = {}
+        #: Which sink holds a role, as the user chose (``--sink``); wins over the config file's ``[sinks]``.
+        self._chosen: dict[str, str] = {}
+        # The config file's [sinks] choices are read from this env (only for an autoloaded registry,
+        # the one the commands use), once, when a role is first asked for.
+        self._config_env: Mapping[str, str] | None = None
+        self._configured: dict[str, str] | None = None
         if autoload:
+            self._config_env = os.environ if env is None else env
             self.load_entry_points(os.environ if env is None else env)
 
     # -- loading -------------------------------------------------------
@@ -208,20 +217,76 @@ class Plugins:
         """Registered sinks by name, with their plugin and role."""
         return self._registrations(self.pm.hook.agentrt_register_sinks, "sink", roles=True)
 
+    def choose_sinks(self, choices: Mapping[str, str]) -> None:
+        """Make sink ``choices[role]`` the one :meth:`sink_for` gives for ``role`` (``--sink``).
+
+        A choice made here wins over the config file's ``[sinks]`` table.
+        """
+        self._chosen.update(choices)
+
+    def sink_choice(self, role: str) -> str | None:
+        """The sink name chosen for ``role``: by :meth:`choose_sinks`, else by the config file, else ``None``."""
+        if role in self._chosen:
+            return self._chosen[role]
+        if self._configured is None:
+            self._configured = {}
+            if self._config_env is not None:
+                from ._config import load_config
+
+                self._configured = dict(load_config(self._config_env).sinks)
+        return self._configured.get(role)
+
     def sink_for(self, role: SinkRole) -> SinkFactory | None:
         """The factory of the sink holding ``role`` (``terminal``, ``recorder``), or ``None``.
 
-        Raises ``ambiguous_sink_role`` when several loaded sinks hold it: the
-        commands cannot guess which one the user wants.
+        A sink chosen for the role (:meth:`sink_choice`) is given whatever else
+        holds it; a chosen name that is not a loaded sink is ``unknown_sink``,
+        one of another role ``sink_role_mismatch``.  Without a choice, several
+        loaded holders raise ``ambiguous_sink_role``, naming each with its
+        plugin and how to pick: the commands cannot guess which one is meant.
         """
-        holders = [reg for reg in self.sink_registrations().values() if reg.role == role]
+        registrations = self.sink_registrations()
+        chosen = self.sink_choice(role)
+        if chosen is not None:
+            reg = registrations.get(chosen)
+            if reg is None:
+                known = ", ".join(sorted(n for n, r in registrations.items() if r.role == role)) or "none loaded"
+                raise AgentrtError(
+                    "unknown_sink", f"the {role} sink chosen, {chosen!r}, is not a loaded sink ({role} sinks: {known})"
+                )
+            if reg.role != role:
+                raise AgentrtError(
+                    "sink_role_mismatch",
+                    f"the {role} sink chosen, {chosen!r} (plugin {reg.plugin!r}), has the role {reg.role!r}",
+                )
+            return reg.factory
+        holders = [reg for reg in registrations.values() if reg.role == role]
         if len(holders) > 1:
-            named = " and ".join(f"{reg.name!r} (plugin {reg.plugin!r})" for reg in holders)
+            named = " and ".join(f"{reg.name!r} (plugin {reg.plugin!r})" for reg in sorted(holders, key=_by_name))
             raise AgentrtError(
                 "ambiguous_sink_role",
-                f"sinks {named} both have the role {role!r}; disable one with AGENTRT_DISABLE_PLUGINS",
+                f"sinks {named} both have the role {role!r}; pick one with --sink NAME or, in the config "
+                f'file, [sinks] {role} = "NAME" (or disable a plugin with AGENTRT_DISABLE_PLUGINS)',
             )
         return holders[0].factory if holders else None
+
+    def conflicts(self) -> list[str]:
+        """Every name two or more loaded plugins register, as ``duplicate_registration`` would say it.
+
+        For ``agentrt plugins``: unlike the accessors, which stop at the first
+        clash, this lists them all.
+        """
+        owners: dict[tuple[str, str], list[str]] = {}
+        for info in self.info():
+            for kind in ("dialect", "provider", "tool", "sink"):
+                for name in getattr(info, f"{kind}s"):
+                    owners.setdefault((kind, name), []).append(info.name)
+        return [
+            f"{kind} {name!r} is registered by plugins {' and '.join(repr(p) for p in plugins)}; "
+            f"disable one with AGENTRT_DISABLE_PLUGINS={plugins[-1]}"
+            for (kind, name), plugins in sorted(owners.items())
+            if len(plugins) > 1
+        ]
 
     def add_commands(self, cli: click.Group) -> None:
         """Let plugins add CLI subcommands."""
@@ -253,9 +318,17 @@ class Plugins:
             single.add_hookspecs(hookspecs)
             single.register(plugin, name=name)
 
-            def names(hook: Any) -> tuple[str, ...]:
+            roles: dict[str, str] = {}
+
+            def names(hook: Any, into: dict[str, str] | None = None) -> tuple[str, ...]:
                 got: list[str] = []
-                hook(register=lambda n, f, **_role: got.append(n))
+
+                def register(n: str, f: Any, *, role: str = "other") -> None:
+                    got.append(n)
+                    if into is not None:
+                        into[n] = role
+
+                hook(register=register)
                 return tuple(sorted(got))
 
             hooks = tuple(sorted(impl.__name__ for impl in _hookimpl_names(single, name)))
@@ -268,11 +341,16 @@ class Plugins:
                     dialects=names(single.hook.agentrt_register_dialects),
                     providers=names(single.hook.agentrt_register_providers),
                     tools=names(single.hook.agentrt_register_tools),
-                    sinks=names(single.hook.agentrt_register_sinks),
+                    sinks=names(single.hook.agentrt_register_sinks, roles),
                     hooks=hooks,
+                    sink_roles=dict(sorted(roles.items())),
                 )
             )
         return out
+
+
+def _by_name(reg: Registration[Any]) -> str:
+    return reg.name
 
 
 def _describe_unknown(hooks: list[str]) -> str:

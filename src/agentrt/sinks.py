@@ -27,7 +27,12 @@ knowing plugin names:
   UI use it); options ``env``, ``thread``, ``dialect``, ``executable``, ``model``;
 * ``"other"`` (the default): only attached when asked for by name.
 
-At most one loaded sink may hold the ``terminal`` or ``recorder`` role.  A
+When several loaded sinks hold the ``terminal`` or ``recorder`` role, the
+user picks one (``--sink NAME``, or ``[sinks] recorder = "NAME"`` in the
+config file); without a choice a command that needs the role stops with
+``ambiguous_sink_role``.  :func:`sink_options` adds ``--sink`` to a command,
+:func:`apply_sink_choice` applies it and :func:`open_added_sinks` makes the
+role-less sinks it names.  A
 ``terminal`` sink that redraws (a live status line) should be a
 :class:`PausableSink`: ``agentrt run`` and ``chat`` pause it while they ask a
 question on the same terminal, so the question stays visible until answered.
@@ -39,12 +44,13 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._cli_sinks import apply_sink_choice, open_added_sinks, sink_options
 from ._fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
 __all__ = [
     "Sink", "PausableSink", "SinkFactory", "SinkRegister", "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter",
-    "OUTPUT_CLOSED",
+    "OUTPUT_CLOSED", "sink_options", "apply_sink_choice", "open_added_sinks",
 ]
 
 BufferPolicy = Literal["block", "coalesce"]

@@ -32,6 +32,7 @@ import trio
 from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed, Usage
+from agentrt.sinks import apply_sink_choice, open_added_sinks, sink_options
 
 HELP = """commands:
   /help    this text
@@ -53,8 +54,9 @@ def _fail(code: str, detail: str) -> None:
 @click.option("-m", "--model", help="Model id passed to the CLI (overrides AWP_AGENT_DEFAULT_MODEL).")
 @click.option("--no-log", is_flag=True, help="Do not record this chat in the database.")
 @approval_options
+@sink_options
 def chat(agent: str | None, thread_name: str | None, protocol: str | None, model: str | None, no_log: bool,
-         **approval: Any) -> None:
+         sinks: tuple[str, ...] = (), **approval: Any) -> None:
     """Talk with an agent, turn by turn, in the terminal.
 
     With --permission-mode ask (the default) a tool no rule decides is asked
@@ -70,6 +72,10 @@ def chat(agent: str | None, thread_name: str | None, protocol: str | None, model
         _fail(exc.code, exc.detail)
     no_log = no_log or not config.logs_enabled
     plugins = get_plugins()
+    try:
+        added = apply_sink_choice(plugins, sinks)
+    except AgentrtError as exc:
+        _fail(exc.code, exc.detail)
     store = None
     if thread_name is not None:
         store = plugins.thread_store(env)
@@ -77,7 +83,7 @@ def chat(agent: str | None, thread_name: str | None, protocol: str | None, model
             _fail("thread_store_unavailable", "--thread needs a thread store plugin (agentrt-sqlite)")
     try:
         signum, failures, closed = trio.run(_chat, plugins, env, thread_name, store, protocol, model, no_log, agent,
-                                    config, approval)
+                                    config, approval, added)
     except AgentrtError as exc:
         _fail(exc.code, exc.detail)
     if signum is not None:
@@ -178,6 +184,7 @@ async def _chat(
     agent: str | None = None,
     config: Any = None,
     approval: Mapping[str, Any] | None = None,
+    added: tuple[str, ...] = (),
 ) -> tuple[int | None, dict[str, int], bool]:
     """Run the chat; returns the signal that ended it (if one did), the sinks' failure counts, and
     whether stdout's reader went away."""
@@ -209,11 +216,11 @@ async def _chat(
     tui = TuiSink(sys.stdout, footer_file=None if sys.stdout.isatty() else sys.stderr)
     sinks: list[Any] = [tui]
     recorder = None if no_log else plugins.sink_for("recorder")
+    options = {"env": env, "thread": thread_name, "dialect": launch.protocol, "executable": launch.executable,
+               "model": launch.model, "agent": resolved.name}
     if recorder is not None:
-        sinks.append(recorder({
-            "env": env, "thread": thread_name, "dialect": launch.protocol,
-            "executable": launch.executable, "model": launch.model, "agent": resolved.name,
-        }))
+        sinks.append(recorder(dict(options)))
+    sinks.extend(open_added_sinks(plugins, added, options))  # --sink's role-less sinks
     reader = _Input()
     policy, asker = _approval_policy(plugins, env, resolved, tui, reader.interactive, no_log, thread_name,
                                      approval or {})

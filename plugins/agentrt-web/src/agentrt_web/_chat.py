@@ -76,8 +76,11 @@ class ChatManager:
         approval: Mapping[str, Any] | None = None,
         permissions: Any = None,
         agents: WebAgents | None = None,
+        added_sinks: tuple[str, ...] = (),
     ) -> None:
         self._nursery = nursery
+        #: ``agentrt web --sink NAME``'s role-less sinks: each thread's conversation gets one of each.
+        self.added_sinks = added_sinks
         self.plugins = plugins
         self.env = dict(env)
         self.hub = hub
@@ -302,11 +305,15 @@ class ChatManager:
         agent = live.agent or self.agents.default
         launch = agent.launch
         factory = self.plugins.sink_for("recorder")
+        options = {"env": self.env, "thread": live.name, "dialect": launch.protocol,
+                   "executable": launch.executable, "model": launch.model, "agent": agent.name}
+        if self.added_sinks:
+            from agentrt.sinks import open_added_sinks
+
+            sinks.extend(open_added_sinks(self.plugins, self.added_sinks, options))
         if factory is not None:
             try:
-                live.db_sink = factory({"env": self.env, "thread": live.name, "dialect": launch.protocol,
-                                        "executable": launch.executable, "model": launch.model,
-                                        "agent": agent.name})
+                live.db_sink = factory(dict(options))
                 sinks.append(live.db_sink)
             except AgentrtError:
                 raise

@@ -12,6 +12,7 @@ import trio
 
 from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
+from agentrt.sinks import sink_options
 
 
 @click.command()
@@ -22,7 +23,9 @@ from agentrt.errors import AgentrtError
 @click.option("--no-bots", is_flag=True, help="Do not run the FastAgent bot supervisor in this server.")
 @click.option("-a", "--agent", help="Named agent from the config file for new chats (default: default_agent).")
 @approval_options
-def web(host: str, port: int, no_bots: bool, agent: str | None, **approval: Any) -> None:
+@sink_options
+def web(host: str, port: int, no_bots: bool, agent: str | None, sinks: tuple[str, ...] = (),
+        **approval: Any) -> None:
     """Serve the web UI: chat, threads and bots in a browser.
 
     With --permission-mode ask (the default) a tool no rule decides shows an
@@ -60,8 +63,16 @@ def web(host: str, port: int, no_bots: bool, agent: str | None, **approval: Any)
 
         # Check the patterns now: a typo is a usage error, not a failure at the first tool.
         build_approval_policy(default_mode="ask", config=None, **approval)
+        from agentrt import get_plugins
+        from agentrt.sinks import apply_sink_choice
+
+        plugins = get_plugins()
+        added = apply_sink_choice(plugins, sinks)
+        # A recorder that cannot be chosen (ambiguous_sink_role, unknown_sink) is a usage error now,
+        # not a failure at the first thread opened.
+        plugins.sink_for("recorder")
         opts = WebOptions(host=host, port=port, token=resolve_token(env), supervise_bots=not no_bots,
-                          agent=agent, approval=approval)
+                          agent=agent, approval=approval, added_sinks=added)
         try:
             trio.run(main)
         except BaseExceptionGroup as group:

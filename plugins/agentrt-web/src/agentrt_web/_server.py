@@ -36,6 +36,8 @@ class WebOptions:
     approval: Mapping[str, Any] = attrs.field(factory=dict)
     """``--allow-tool`` / ``--deny-tool`` / ``--permission-mode`` / ``--ask-timeout`` of ``agentrt web``."""
     term_grace: float | None = None
+    added_sinks: tuple[str, ...] = ()
+    """The role-less sinks ``--sink`` names, added to each thread's conversation."""
     #: How long hypercorn lets open responses finish at shutdown (the hub ends ours first).
     graceful_timeout: float = 2.0
 
@@ -110,7 +112,7 @@ async def serve_web(
                            env, resolved.config)
         chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
                             term_grace=options.term_grace, agent=resolved.name, approval=options.approval,
-                            permissions=resolved.permissions, agents=agents)
+                            permissions=resolved.permissions, agents=agents, added_sinks=options.added_sinks)
         bots = BotManager(nursery, hub=hub, env=env, supervise=options.supervise_bots)
         state = WebState(hub=hub, chats=chats, bots=bots, sessions=Sessions(), token=options.token)
         app = build_app(state, loopback_only=loopback)
