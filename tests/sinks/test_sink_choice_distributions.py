@@ -271,3 +271,28 @@ def test_chat_takes_sink_too(site: Path, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "agentrt", "chat"], env=env, input="hi\n", capture_output=True,
                           text=True, timeout=TIMEOUT)
     assert proc.returncode == 2 and "agentrt: error: ambiguous_sink_role:" in proc.stderr
+
+
+def test_web_refuses_to_start_without_a_recorder_choice_and_checks_sink_names(site: Path, tmp_path: Path) -> None:
+    """``agentrt web`` says it at start-up (exit 2, nothing served), not at the first thread opened."""
+    plugins = f"{BASE_PLUGINS},pg-recorder,web"
+    proc = _agentrt(site, tmp_path, ["web", "--port", "0", "--no-bots"], plugins=plugins)
+    assert proc.returncode == 2, proc.stderr
+    assert "agentrt: error: ambiguous_sink_role:" in proc.stderr and "'pg' (plugin 'pg-recorder')" in proc.stderr
+    proc = _agentrt(site, tmp_path, ["web", "--port", "0", "--no-bots", "--sink", "nope"], plugins=plugins)
+    assert proc.returncode == 2 and "agentrt: error: unknown_sink: --sink 'nope'" in proc.stderr
+
+
+def test_the_config_files_sinks_table_is_checked(tmp_path: Path) -> None:
+    from agentrt import AgentrtError
+    from agentrt.config import parse_config
+
+    path = tmp_path / "config.toml"
+    assert parse_config('[sinks]\nrecorder = "pg"\nterminal = "tui"\n', path, {}).sinks == {
+        "recorder": "pg", "terminal": "tui"}
+    for text, said in [('[sinks]\narchivist = "pg"\n', ":2: unknown key sinks.archivist"),
+                       ("[sinks]\nrecorder = 3\n", ":2: sinks.recorder must be a sink's name"),
+                       ('sinks = "pg"\n', ":1: sinks must be a table")]:
+        with pytest.raises(AgentrtError) as info:
+            parse_config(text, path, {})
+        assert info.value.code == "config_invalid" and said in info.value.detail, text
