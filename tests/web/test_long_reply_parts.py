@@ -3,7 +3,8 @@
 The reply is recorded by the real database sink (50 MB of text deltas, the
 turn row clipped as usual) before a real ``agentrt web`` opens that database;
 the pages are fetched over loopback HTTP, and the server's peak RSS (its
-``VmHWM``) is read from /proc around the requests.
+``VmHWM``) is read from /proc around the requests; then a real browser
+(Debian's chromium through Playwright) follows the links through a shorter one.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def _chunk(i: int) -> str:
     return head + body
 
 
-async def _record(db: Path) -> str:
+async def _record(db: Path, chunks: int = CHUNKS) -> str:
     sink = SqliteSink(db, info=ConversationInfo(thread=NAME, dialect="awp-jsonl", executable="/bin/true"))
     source = "c0ffee00-0000-4000-8000-000000000001"
     seq = 0
     await sink.handle(EventBatch(source=source, first_seq=seq, mono=0.0, wall=1000.0,
                                  events=(TurnStarted(turn=1, prompt="write a lot"),)))
-    for i in range(CHUNKS):
+    for i in range(chunks):
         seq += 1
         await sink.handle(EventBatch(source=source, first_seq=seq, mono=1.0, wall=1001.0,
                                      events=(TextDelta(text=_chunk(i), index=0),)))
@@ -98,4 +99,30 @@ def test_a_50_mb_reply_pages_in_bounded_parts(tmp_path: Path, agent: Path, serve
                     f"/threads/{NAME}/replies/{source}/1?offset=-5", f"/threads/{NAME}/replies/{source}/1?offset=x",
                     f"/threads/{NAME}/replies/{source}/1?offset={1 << 70}"):
             assert c.get(bad, headers={"accept": "text/html"}).status_code == 404, bad
+    srv.stop()
+
+
+def test_the_rest_of_a_long_reply_is_a_click_away_in_a_browser(
+    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
+) -> None:
+    source = trio.run(_record, tmp_path / "agentrt.db", 3)
+    srv = server_factory(base_env(tmp_path, agent))
+    page = browser.new_page()
+    page.goto(f"{srv.url}/threads/{NAME}")
+    reply = page.locator(".msg.assistant .bubble.reply").first
+    assert "CHUNK-0000" in reply.inner_text() and "CHUNK-0001" not in page.content()
+    page.get_by_role("link", name="This reply goes on: show the rest, part by part").click()
+    page.wait_for_url(f"**/replies/{source}/1?offset={PART}")
+    assert "CHUNK-0001" in page.locator(".bubble.reply").inner_text()
+    page.get_by_role("link", name="Next part").click()
+    page.wait_for_url(f"**?offset={2 * PART}")
+    assert "CHUNK-0002" in page.locator(".bubble.reply").inner_text()
+    assert "the last part" in page.locator(".part-nav").first.inner_text()
+    assert page.get_by_role("link", name="Next part").count() == 0
+    page.get_by_role("link", name="Previous part").click()
+    page.wait_for_url(f"**?offset={PART}")
+    assert "CHUNK-0001" in page.locator(".bubble.reply").inner_text()
+    page.get_by_role("link", name="Back to the thread").first.click()
+    page.wait_for_url(f"**/threads/{NAME}")
+    assert "CHUNK-0000" in page.locator(".msg.assistant .bubble.reply").first.inner_text()
     srv.stop()
