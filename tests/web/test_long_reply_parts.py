@@ -24,7 +24,7 @@ from .conftest import base_env
 
 PART = 100_000
 CHUNKS = 500  # of 100,000 characters: a 50 MB reply
-NAME = "long-reply"
+NAME = "web-20261204-150000-0a1b2c"  # a generated name: its title is read from the first turn
 
 
 def _chunk(i: int) -> str:
@@ -70,7 +70,7 @@ def test_a_50_mb_reply_pages_in_bounded_parts(tmp_path: Path, agent: Path, serve
     srv = server_factory(base_env(tmp_path, agent))
     pid = _server_pid(srv)
     with httpx.Client(base_url=srv.url, timeout=120) as c:
-        c.get("/", headers={"accept": "text/html"})  # warm: templates, the store's connection
+        # The first page of this server: the thread list (its title from the first turn) and the thread.
         before = _hwm_kib(pid)
         page = c.get(f"/threads/{NAME}", headers={"accept": "text/html"})
         grown_mib = (_hwm_kib(pid) - before) / 1024
@@ -79,7 +79,7 @@ def test_a_50_mb_reply_pages_in_bounded_parts(tmp_path: Path, agent: Path, serve
         # The first part only: its first chunk, not the second, and a link to the rest.
         assert "CHUNK-0000" in html and "CHUNK-0001" not in html
         assert len(page.content) < 2 * PART + 200_000, len(page.content)
-        links = re.findall(r'href="(/threads/long-reply/replies/[^"]+)"', html)
+        links = re.findall(rf'href="(/threads/{NAME}/replies/[^"]+)"', html)
         assert links == [f"/threads/{NAME}/replies/{source}/1?offset={PART}"], links
         # Bounded memory for the request (the whole reply read and rendered took ~260 MB).
         assert grown_mib < 40, grown_mib

@@ -135,7 +135,9 @@ class ChatManager:
         cached = self._titles.get(name)
         if cached is not None:
             return cached
-        turns = await self.turns(name, limit=1)
+        from ._replies import thread_turns
+
+        turns = await thread_turns(self, name, 1, reply_chars=0)  # the prompt only: never a long reply
         if not turns:
             return name
         title = self._titles[name] = title_of(turns[0]["prompt"], name)

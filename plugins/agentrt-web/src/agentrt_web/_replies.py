@@ -25,15 +25,17 @@ __all__ = ["REPLY_PART", "thread_turns", "reply_part_route"]
 REPLY_PART = 100_000
 
 
-async def thread_turns(chats: Any, name: str) -> list[Mapping[str, Any]]:
-    """The thread's turns with each reply cut to its first part (``reply_more`` when it goes on).
+async def thread_turns(
+    chats: Any, name: str, limit: int | None = None, reply_chars: int = REPLY_PART
+) -> list[Mapping[str, Any]]:
+    """The thread's turns (the first ``limit``) with each reply cut to ``reply_chars`` (``reply_more`` when it goes on).
 
     A store that cannot read parts gives its turns whole, as before.
     """
     browser = chats.browser
     if browser is None or not hasattr(browser, "reply_part"):
-        return list(await chats.turns(name))
-    return list(await browser.thread_turns(name, None, reply_chars=REPLY_PART))
+        return list(await chats.turns(name, limit))
+    return list(await browser.thread_turns(name, limit, reply_chars=reply_chars))
 
 
 def reply_part_route(
