@@ -276,11 +276,13 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     if offered is not None:
         _offer(offered, launch)
 
-    def open_inner(resume: str | None, model: str | None, mode: str | None) -> Any:
+    def open_inner(resume: str | None, model: str | None, mode: str | None, cwd: str | None) -> Any:
         spec = attrs.evolve(launch, model=model) if model else launch
         if mode and mode != "default":
             spec = attrs.evolve(spec, prefix_args=(*spec.prefix_args, "--permission-mode", mode))
-        return open_conversation(spec, plugins=plugins, resume=resume, parent_env=inner_env, permission_policy=policy)
+        return open_conversation(
+            spec, plugins=plugins, resume=resume, cwd=cwd, parent_env=inner_env, permission_policy=policy
+        )
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:
         if switch.kind != "new":
@@ -340,9 +342,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 owed = getattr(outer, "drain_output", None)
                 if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
                     await send_objs(owed())
-                for kind, rid, client_session, value in take_opened() if take_opened is not None else ():
+                for kind, rid, client_session, value, cwd in take_opened() if take_opened is not None else ():
                     mode, model = (value, None) if kind == "mode" else (None, value)
-                    await items_in.send(SessionSwitch(kind, rid, client_session, model, mode))
+                    await items_in.send(SessionSwitch(kind, rid, client_session, model, mode, cwd))
                 if decoded is None:
                     continue
                 if isinstance(decoded, Shutdown):

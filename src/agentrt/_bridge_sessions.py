@@ -5,7 +5,12 @@ entered it), so every switch is ordered with the turns around it: the reader
 queues turns and :class:`SessionSwitch` items on one channel.
 
 * A new client session after turns have run gets a fresh conversation (a new
-  process); before any turn it takes over the one already open.
+  process); before any turn it takes over the one already open, unless it
+  names another working directory.
+* The hosted CLI runs in the client session's ``cwd`` (``session/new`` and
+  ``session/load`` name it): a session in another directory than the running
+  conversation's reopens it there before any of its turns runs.  Without
+  client sessions (stream-json outside) it runs in the bridge's own.
 * ``session/load`` reopens the conversation resuming the hosted CLI's native
   session: the one this process saw for that client session, else the one the
   database recorded for it (thread ``acp-<id>``), else the id itself (a client
@@ -20,6 +25,7 @@ queues turns and :class:`SessionSwitch` items on one channel.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -43,7 +49,8 @@ def session_thread(client_session: str) -> str:
 class SessionSwitch:
     """A client session opened (``new``), loaded (``load``), or given a ``model`` or ``mode``.
 
-    All but ``new`` are answered through ``request_id`` once done.
+    All but ``new`` are answered through ``request_id`` once done.  ``cwd`` is the
+    working directory a ``new`` or ``load`` names (absolute; ``None``: unchanged).
     """
 
     kind: str
@@ -51,10 +58,12 @@ class SessionSwitch:
     client_session: str
     model: str | None = None
     mode: str | None = None
+    cwd: str | None = None
 
 
-OpenConversation = Callable[[str | None, str | None, str | None], AbstractAsyncContextManager[Any]]
-"""``(resume, model, mode)`` → the conversation's context manager (``None``: the launch's own)."""
+OpenConversation = Callable[[str | None, str | None, str | None, str | None], AbstractAsyncContextManager[Any]]
+"""``(resume, model, mode, cwd)`` → the conversation's context manager (``None``: the launch's own;
+``cwd`` ``None``: the bridge's own working directory)."""
 
 
 class HostedConversation:
@@ -85,6 +94,7 @@ class HostedConversation:
         self._ran = False  # a turn has run in the conversation
         self._model: str | None = None  # a model the client chose (else the launch's)
         self._mode: str | None = None  # a mode the client chose (else the CLI's default)
+        self._cwd: str | None = None  # the client session's working directory (else the bridge's)
 
     async def run(
         self,
@@ -102,7 +112,7 @@ class HostedConversation:
         while True:
             current = None  # the hosted CLI's session when the conversation closed
             try:
-                async with self._open(resume, self._model, self._mode) as conv:
+                async with self._open(resume, self._model, self._mode, self._cwd) as conv:
                     self.conv, self._ran = conv, False
                     if not started:
                         started = True
@@ -118,7 +128,7 @@ class HostedConversation:
                             self._ran = True
                             if self._client is not None and conv.session_id:
                                 self._native[self._client] = conv.session_id
-                        elif item.kind == "new" and not self._ran:
+                        elif item.kind == "new" and not self._ran and not self._moves(item.cwd):
                             await self._bind(conv, item)
                         else:
                             switch = item
@@ -139,6 +149,8 @@ class HostedConversation:
                 continue
             finally:
                 self.conv = None
+            if switch.cwd is not None:  # the session's turns run there (its tools act there)
+                self._cwd = switch.cwd
             if switch.kind == "load":
                 resume = await self._native_id(switch.client_session)
             elif switch.model is not None or switch.mode is not None:
@@ -147,6 +159,10 @@ class HostedConversation:
                 self._mode = switch.mode or self._mode
             else:
                 resume = None
+
+    def _moves(self, cwd: str | None) -> bool:
+        """True when ``cwd`` is another directory than the running conversation's."""
+        return cwd is not None and cwd != (self._cwd or os.getcwd())
 
     async def _bind(self, conv: Any, switch: SessionSwitch) -> None:
         self._client = switch.client_session

@@ -3,7 +3,8 @@
 The Python SDK's client (``agent-client-protocol``) drives the bridge, which
 hosts Claude Code (``.peers/``) over stream-json against the loopback fake
 Anthropic API.  The bridge reports who it is, advertises ``loadSession``,
-gives ``Bash`` the kind ``execute``, records its turns in the database
+runs Claude Code in the session's ``cwd`` (its tools act there, not in the
+bridge's own directory), gives ``Bash`` the kind ``execute``, records its turns in the database
 (``agentrt logs``), and a second bridge process loads the first one's session:
 the hosted CLI resumes its own session (the fake API sees the earlier
 exchange) while the client keeps its session id.
@@ -89,12 +90,15 @@ def _client(allow: bool = True) -> Any:
 def test_agent_info_tool_kinds_and_logs(tmp_path: Path) -> None:
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 
-    work = tmp_path / "work"
+    work, elsewhere = tmp_path / "work", tmp_path / "bridge"
     work.mkdir()
+    elsewhere.mkdir()
 
     async def main(env: dict[str, str]) -> tuple[Any, Any, str]:
         client = _client(allow=True)
-        async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env) as (conn, _proc):
+        # The bridge runs elsewhere: the session's cwd is where Claude Code runs and its tools act.
+        spawned = spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env, cwd=str(elsewhere))
+        async with spawned as (conn, _proc):
             init = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), BOUND)
             session = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), BOUND)
             reply = await asyncio.wait_for(
@@ -113,6 +117,8 @@ def test_agent_info_tool_kinds_and_logs(tmp_path: Path) -> None:
     calls = [u for u in client.updates if u.session_update == "tool_call"]
     assert calls and {c.kind for c in calls} == {"execute"}
     assert api.tool_results
+    assert (work / "made.txt").is_file()
+    assert list(elsewhere.iterdir()) == []
     # The turn is in the database, under the client session's thread.
     logs = subprocess.run(
         [AGENTRT, "logs", "--json"], env=env, capture_output=True, text=True, timeout=BOUND, check=True

@@ -181,7 +181,7 @@ SCRIPTS: list[list[Event]] = [
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_agent_half_round_trip(script: list[Event]) -> None:
     host, agent = AcpHostCodec(), AcpAgentCodec()
-    host.start(resume=None, model=None, cwd="/w")
+    host.start(resume=None, model=None, cwd="/")
     turn = Turn(content=(TextBlock(text="hi"), ImageBlock(media_type="image/png", data="iVBORw0KGgo=")))
     got, handshake = _exchange(host, agent, turn)
     assert got == turn
@@ -199,7 +199,7 @@ def test_agent_half_round_trip(script: list[Event]) -> None:
 
 def test_agent_half_tool_calls_and_failures() -> None:
     host, agent = AcpHostCodec(), AcpAgentCodec()
-    host.start(resume=None, model=None, cwd="/w")
+    host.start(resume=None, model=None, cwd="/")
     _exchange(host, agent, Turn.text("go"))
     events: list[Event] = []
     for ev in (

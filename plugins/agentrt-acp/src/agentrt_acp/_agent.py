@@ -9,6 +9,7 @@ response.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,18 @@ _REASONS = {
 
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
+_MAX_CWD = 4096  # PATH_MAX
+
+
+def _session_cwd(params: Mapping[str, Any]) -> str | None:
+    """The ``cwd`` of a ``session/new`` or ``session/load``: an absolute path of an existing directory, else ``None``.
+
+    ACP requires an absolute path; the session's tools act there, so it must exist now.
+    """
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str) or not cwd or len(cwd) > _MAX_CWD or "\0" in cwd or not os.path.isabs(cwd):
+        return None
+    return os.path.normpath(cwd) if os.path.isdir(cwd) else None
 
 
 def _version() -> str:
@@ -75,13 +88,21 @@ class AcpAgentCodec(AgentCodec):
         self.load_sessions = False
         #: Models and modes the host can switch to (filled by the bridge; empty: none offered).
         self.options = SessionOptions()
-        self._opened: list[tuple[str, Any, str, str | None]] = []  # (kind, request id, session id, model)
+        #: (kind, request id, session id, model or mode, cwd of a new or loaded session)
+        self._opened: list[tuple[str, Any, str, str | None, str | None]] = []
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
         self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
 
-    def _error(self, rid: Any, code: int, message: str) -> None:
-        self._outbox.append({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+    def _error(self, rid: Any, code: int, message: str, data_code: str | None = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data_code is not None:
+            error["data"] = {"code": data_code}
+        self._outbox.append({"jsonrpc": "2.0", "id": rid, "error": error})
+
+    def _bad_cwd(self, rid: Any) -> None:
+        self._error(rid, -32602, "invalid_session_cwd: cwd must be the absolute path of an existing directory",
+                    "invalid_session_cwd")  # fmt: skip
 
     def decode_input(self, obj: Any) -> AgentInput:
         """Handshake requests answered here; a prompt is a Turn, ``session/cancel`` an Interrupt."""
@@ -106,22 +127,30 @@ class AcpAgentCodec(AgentCodec):
                 {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps, "authMethods": [], "agentInfo": info},
             )
         elif method == "session/new":
+            cwd = _session_cwd(params)
+            if cwd is None:
+                self._bad_cwd(rid)
+                return None
             new_id = uuid.uuid4().hex
             self._sessions.add(new_id)
             self._session = new_id
-            self._opened.append(("new", None, new_id, None))
+            self._opened.append(("new", None, new_id, None, cwd))
             self._reply(rid, {"sessionId": new_id, **self.options.fields()})
         elif method == "session/load" and self.load_sessions:
             sid = params.get("sessionId")
             if not isinstance(sid, str) or not _SESSION_ID.fullmatch(sid):
                 self._error(rid, -32602, "sessionId must match [A-Za-z0-9._:-]{1,256}")
                 return None
+            cwd = _session_cwd(params)
+            if cwd is None:
+                self._bad_cwd(rid)
+                return None
             if self._prompt_id is not None:
                 self._error(rid, -32600, "a prompt is running")
                 return None
             self._sessions.add(sid)
             self._session = sid
-            self._opened.append(("load", rid, sid, None))  # answered by the host once loaded (answer_switch)
+            self._opened.append(("load", rid, sid, None, cwd))  # answered by the host once loaded (answer_switch)
         elif method == "session/set_mode" and self.options.modes:
             sid, mode = params.get("sessionId"), params.get("modeId")
             if not isinstance(sid, str) or sid not in self._sessions or not self.options.has_mode(mode):
@@ -130,7 +159,7 @@ class AcpAgentCodec(AgentCodec):
             if self._prompt_id is not None:
                 self._error(rid, -32600, "a prompt is running")
                 return None
-            self._opened.append(("mode", rid, sid, mode))  # answered by the host once switched
+            self._opened.append(("mode", rid, sid, mode, None))  # answered by the host once switched
         elif method in ("session/set_model", "session/set_config_option") and self.options.models:
             # The model as a session config option (configId "model"), or the older set_model.
             option = method == "session/set_config_option"
@@ -145,7 +174,7 @@ class AcpAgentCodec(AgentCodec):
                 self._error(rid, -32600, "a prompt is running")
                 return None
             kind = "model_option" if option else "model"
-            self._opened.append((kind, rid, sid, model))  # answered by the host once switched
+            self._opened.append((kind, rid, sid, model, None))  # answered by the host once switched
         elif method == "session/prompt":
             sid = params.get("sessionId")
             if not isinstance(sid, str) or sid not in self._sessions:
@@ -179,13 +208,15 @@ class AcpAgentCodec(AgentCodec):
         error = {"code": -32603, "message": text, "data": {"code": code}}
         return {"jsonrpc": "2.0", "id": rid, "error": error}
 
-    def take_opened(self) -> list[tuple[str, Any, str, str | None]]:
-        """Session switches since the last call, in order: ``(kind, request id, session id, model)``.
+    def take_opened(self) -> list[tuple[str, Any, str, str | None, str | None]]:
+        """Session switches since the last call, in order: ``(kind, request id, session id, value, cwd)``.
 
         ``kind`` is ``new`` (already answered), ``load``, ``mode`` (``session/set_mode``, with its
         mode id), or ``model`` / ``model_option`` (``session/set_model`` /
         ``session/set_config_option`` for ``model``, with its model id); all but ``new`` wait for
-        :meth:`answer_switch` (the host switches first).
+        :meth:`answer_switch` (the host switches first).  ``cwd`` is the working directory a ``new``
+        or ``load`` names (absolute, an existing directory when it was asked for; a request naming
+        anything else is refused -32602 ``invalid_session_cwd``), ``None`` for the others.
         """
         out, self._opened = self._opened, []
         return out
