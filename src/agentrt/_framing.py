@@ -32,7 +32,7 @@ import attrs
 import orjson
 
 from ._jsonline import MALFORMED, SKIP, encode_line, lenient, parse_fragment, parse_line
-from .errors import AgentrtError
+from .errors import TurnError
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -71,7 +71,7 @@ class OversizeLine:
     """Its length in bytes, the ``\\n`` not counted."""
 
 
-class OutputOversize(AgentrtError):
+class OutputOversize(TurnError):
     """A stdout line longer than :data:`MAX_LINE_BYTES` (code ``runtime_output_oversize``).
 
     ``objects`` holds what the failing :meth:`JsonlReader.feed` call had parsed

@@ -239,3 +239,13 @@ def test_no_doc_imports_an_underscore_module() -> None:
         if private.match(line) and "/tests/" not in str(page)
     ]
     assert not bad, bad
+
+
+def test_the_sources_own_error_subclasses_sit_in_their_codes_family() -> None:
+    from agentrt._framing import OutputOversize
+
+    exc = OutputOversize()
+    assert isinstance(exc, family_of(exc.code)) and isinstance(exc, TurnError)
+    client = pytest.importorskip("agentrt_managed_task._client", reason="agentrt-managed-task is not installed")
+    failure = client.TransportFailure("control_plane_timeout", "no answer in time", connected=True)
+    assert isinstance(failure, family_of(failure.code)) and failure.connected

@@ -10,6 +10,7 @@ import httpx
 import trio
 
 from agentrt import AgentrtError
+from agentrt.errors import ToolError
 
 from ._config import ClientConfig, tls_verify
 
@@ -20,7 +21,7 @@ MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 _PATH = re.compile(r"^/v1/(tasks|tasks/[0-9a-f-]+)$")
 
 
-class TransportFailure(AgentrtError):
+class TransportFailure(ToolError):
     """The request may or may not have reached the control plane (timeout, reset, refused)."""
 
     def __init__(self, code: str, detail: str, *, connected: bool) -> None:
