@@ -350,7 +350,10 @@ async def test_many_conversations_leak_no_descriptor_or_process(tmp_path: Path) 
             terminal = await conv.ask("ping")
             assert isinstance(terminal, TurnCompleted)
 
-    await one()  # the run's child watcher and the spawn servers: one each, not per conversation
+    # The run's child watcher and its two spawn servers (a run starts them from its ninth
+    # child on): one each, not per conversation.
+    for _ in range(10):
+        await one()
     fds_before = len(os.listdir("/proc/self/fd"))
 
     for start in range(0, count, 4):
