@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
-
-import attrs
+from typing import Any, ClassVar, NamedTuple
 
 from ._codes import TABLES
 
@@ -138,9 +136,8 @@ FAMILIES: tuple[type[AgentrtError], ...] = (
 )
 
 
-@attrs.frozen
-class CodeInfo:
-    """One stable code: its family, what it means, and what to do about it."""
+class CodeInfo(NamedTuple):
+    """One stable code: its family, what it means, and what to do about it (empty: the family's advice)."""
 
     code: str
     family: type[AgentrtError]
