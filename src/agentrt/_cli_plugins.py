@@ -43,9 +43,16 @@ def plugins(as_json: bool) -> None:
             shown = (f"{name} (role {info.sink_roles.get(name, 'other')})" for name in info.sinks)
             click.echo(f"  sinks: {', '.join(shown)}")
         click.echo(f"  hooks: {', '.join(info.hooks)}")
-    for conflict in conflicts:
-        click.echo(f"agentrt: error: duplicate_registration: {conflict}", err=True)
-    if conflicts:
+    errors = [f"duplicate_registration: {conflict}" for conflict in conflicts]
+    for collect in (registry.dialects, registry.providers, registry.tools, registry.sinks):
+        try:
+            collect()
+        except AgentrtError as exc:  # a registration every command would refuse (a bad name or role)
+            if exc.code != "duplicate_registration":  # those are all listed above
+                errors.append(f"{exc.code}: {exc.detail}")
+    for error in errors:
+        click.echo(f"agentrt: error: {error}", err=True)
+    if errors:
         raise SystemExit(2)
     for role in ("terminal", "recorder"):
         try:

@@ -10,7 +10,8 @@ points, as they would a pip-installed plugin:
 * ``agentrt-test-audit`` registers ``audit``, a sink in no built-in role
   (``other``), attached only when ``--sink`` names it;
 * ``agentrt-test-clash`` registers the dialect ``awp-jsonl``, a name the
-  ``awp-jsonl`` plugin already holds.
+  ``awp-jsonl`` plugin already holds;
+* ``agentrt-test-archive`` registers a sink in a role agentrt does not know.
 
 Each sink appends the type of every event it gets to ``<SINK_LOG_DIR>/<name>.jsonl``.
 ``agentrt plugins`` and ``agentrt run`` (on the fixture agent) run as real
@@ -126,6 +127,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _package(sources, "agentrt-test-audit", "audit-sink", "agentrt_test_audit",
                  _SINK_MODULE.format(name="audit", role="other")),
         _package(sources, "agentrt-test-clash", "clash-dialect", "agentrt_test_clash", _CLASH_MODULE),
+        _package(sources, "agentrt-test-archive", "archive-sink", "agentrt_test_archive",
+                 _SINK_MODULE.format(name="archive", role="archivist")),
     ]
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
@@ -133,7 +136,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "--target", str(target), *map(str, packages)],
         check=True, timeout=TIMEOUT, env=_env(HOME=str(sources)), capture_output=True,
     )
-    for dist in ("agentrt_test_pg", "agentrt_test_audit", "agentrt_test_clash"):
+    for dist in ("agentrt_test_pg", "agentrt_test_audit", "agentrt_test_clash", "agentrt_test_archive"):
         assert list(target.glob(f"{dist}-0.1.0.dist-info/entry_points.txt")), dist
     return target
 
@@ -296,3 +299,14 @@ def test_the_config_files_sinks_table_is_checked(tmp_path: Path) -> None:
         with pytest.raises(AgentrtError) as info:
             parse_config(text, path, {})
         assert info.value.code == "config_invalid" and said in info.value.detail, text
+
+
+def test_plugins_exits_non_zero_on_a_sink_of_an_unknown_role(site: Path, tmp_path: Path) -> None:
+    """Every command would refuse the registration: `plugins` says so first, naming the plugin and the role."""
+    proc = _agentrt(site, tmp_path, ["plugins"], plugins=f"{BASE_PLUGINS},archive-sink")
+    assert proc.returncode == 2, proc.stderr
+    assert "agentrt: error: invalid_plugin_registration: plugin 'archive-sink': sink 'archive'" in proc.stderr
+    assert "'archivist'" in proc.stderr
+    assert "  sinks: archive (role archivist)\n" in proc.stdout
+    run = _agentrt(site, tmp_path, ["run", "hi"], plugins=f"{BASE_PLUGINS},archive-sink")
+    assert run.returncode == 2 and "invalid_plugin_registration" in run.stderr
