@@ -16,10 +16,9 @@ diagnostic codes) to its :class:`CodeInfo`; docs/errors.md lists them all.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple
-
-from ._codes import TABLES
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self, cast
 
 __all__ = [
     "AgentrtError",
@@ -54,13 +53,14 @@ class AgentrtError(Exception):
     code: str
     detail: str
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> AgentrtError:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         target: type[AgentrtError] = cls
         if cls is AgentrtError:
             code = kwargs.get("code", args[0] if args else None)
             if isinstance(code, str):
                 target = family_of(code)
-        return super().__new__(target, *args, **kwargs)
+        # A family is a subclass of AgentrtError, so this is still an instance of `cls`.
+        return cast(Self, super().__new__(target, *args, **kwargs))
 
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
@@ -150,7 +150,11 @@ class CodeInfo(NamedTuple):
         return "<" in self.code
 
 
-def _parse() -> dict[str, CodeInfo]:
+@cache
+def _registry() -> tuple[Mapping[str, CodeInfo], tuple[tuple[str, str, CodeInfo], ...]]:
+    # Built on first use, so `import agentrt` does not pay for parsing the tables.
+    from ._codes import TABLES
+
     by_name = {family.__name__: family for family in FAMILIES}
     found: dict[str, CodeInfo] = {}
     for family_name, table in TABLES:
@@ -159,15 +163,22 @@ def _parse() -> dict[str, CodeInfo]:
             if code in found:
                 raise RuntimeError(f"code {code!r} is registered twice")
             found[code] = CodeInfo(code, by_name[family_name], meaning, rest[0] if rest else "")
-    return found
+    # Codes with a hole, as (prefix, suffix, info): provider_http_<status> matches provider_http_503.
+    patterns = tuple(
+        (info.code.partition("<")[0], info.code.rpartition(">")[2], info) for info in found.values() if info.pattern
+    )
+    return MappingProxyType(found), patterns
 
 
-#: Every stable code, with its family and one-line meaning (docs/errors.md lists the same).
-CODES: Mapping[str, CodeInfo] = MappingProxyType(_parse())
-# Codes with a hole, as (prefix, suffix, info): provider_http_<status> matches provider_http_503.
-_PATTERNS = tuple(
-    (info.code.partition("<")[0], info.code.rpartition(">")[2], info) for info in CODES.values() if info.pattern
-)
+if TYPE_CHECKING:
+    #: Every stable code, with its family and one-line meaning (docs/errors.md lists the same).
+    CODES: Mapping[str, CodeInfo]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CODES":
+        return _registry()[0]
+    raise AttributeError(f"module 'agentrt.errors' has no attribute {name!r}")
 
 
 #: Codes of ``turn_failed`` events caused by the runtime or the process, not reported by the
@@ -194,10 +205,11 @@ RUNTIME_FAILURE_CODES: frozenset[str] = frozenset(
 
 def code_info(code: str) -> CodeInfo | None:
     """The registry's entry for ``code`` (matching ``provider_http_503`` to ``provider_http_<status>``)."""
-    info = CODES.get(code)
+    codes, patterns = _registry()
+    info = codes.get(code)
     if info is not None:
         return info
-    for prefix, suffix, pattern in _PATTERNS:
+    for prefix, suffix, pattern in patterns:
         if code.startswith(prefix) and code.endswith(suffix) and len(code) > len(prefix) + len(suffix):
             return pattern
     return None

@@ -248,4 +248,5 @@ def test_the_sources_own_error_subclasses_sit_in_their_codes_family() -> None:
     assert isinstance(exc, family_of(exc.code)) and isinstance(exc, TurnError)
     client = pytest.importorskip("agentrt_managed_task._client", reason="agentrt-managed-task is not installed")
     failure = client.TransportFailure("control_plane_timeout", "no answer in time", connected=True)
-    assert isinstance(failure, family_of(failure.code)) and failure.connected
+    assert failure.connected
+    assert isinstance(failure, family_of(failure.code))
