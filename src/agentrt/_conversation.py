@@ -35,7 +35,7 @@ from ._cancel import end_turn as _end_turn
 from ._control import answer_control
 from ._conversation_process import _ProcessManagement
 from ._exceptions import collapse_single_group
-from ._fanout import MAX_SINK_FAILURES, Fanout
+from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
 from ._live import LiveProcess
 from ._mismatch import ProtocolProbe
@@ -61,10 +61,6 @@ __all__ = [
     "EXIT_OUTPUT_GRACE",
     "MAX_SINK_FAILURES",
 ]
-
-#: The bound on leaving ``open_conversation``, whatever the agent and the sinks do: the
-#: agent's bounded stop first, then the sinks' drain and close in what is left of it.
-CLOSE_TIMEOUT = 10.0
 
 
 class Conversation(_ProcessManagement):

@@ -141,6 +141,14 @@ class _Runner:
         self.fanout._report(Diagnostic(code=code, detail=detail))
 
 
+CLOSE_TIMEOUT = 10.0
+"""The bound on leaving ``open_conversation``, whatever the agent and the sinks do (the agent's
+bounded stop first, then the sinks' drain and close in what is left of it)."""
+
+CLOSE_RESERVE = 2.0
+"""Seconds of a close's deadline kept for the sinks' ``aclose`` (draining ends that much earlier)."""
+
+
 class Fanout:
     """Deliver batches to every attached sink in order, each sink in its own task.
 
@@ -186,20 +194,37 @@ class Fanout:
         for runner in self._runners:
             await runner.deliver(batch)
 
-    async def aclose(self) -> None:
-        """Let every sink drain its buffer, then close it (shielded, each wait bounded)."""
+    async def aclose(self, *, deadline: float | None = None) -> None:
+        """Let every sink drain its buffer, then close it; shielded, and done by one deadline.
+
+        The whole close (draining, then every sink's ``aclose``, side by side)
+        ends by ``deadline`` (``trio.current_time()`` clock; default:
+        ``close_timeout`` from now), whatever the sinks do; draining stops
+        :data:`CLOSE_RESERVE` before it, so the ``aclose`` calls always get
+        that long.  A sink still closing at the deadline is cancelled (and one
+        still handling when the caller cancels the nursery the fan-out runs in).
+        """
+        if deadline is None:
+            deadline = trio.current_time() + self._close_timeout
         with trio.CancelScope(shield=True):
             for runner in self._runners:
                 runner.close()
-            with trio.move_on_after(self._close_timeout):
+            # A sink stuck in handle must not leave the others no time to close.
+            with trio.move_on_at(deadline - min(CLOSE_RESERVE, self._close_timeout / 2)):
                 for runner in self._runners:
                     await runner.done.wait()
-            for runner in self._runners:
-                with trio.move_on_after(self._close_timeout):
-                    try:
-                        await runner.sink.aclose()
-                    except Exception as exc:
-                        runner.record_failure(exc, "closing")
+            with trio.move_on_at(deadline):
+                # Side by side: a sink that never returns takes no time from the others.
+                async with trio.open_nursery() as nursery:
+                    for runner in self._runners:
+                        nursery.start_soon(self._close_sink, runner)
+
+    @staticmethod
+    async def _close_sink(runner: _Runner) -> None:
+        try:
+            await runner.sink.aclose()
+        except Exception as exc:
+            runner.record_failure(exc, "closing")
 
     def _report(self, diagnostic: Diagnostic) -> None:
         if self._on_failure is not None:

@@ -27,7 +27,8 @@ are not: import from here).  The pieces:
   after :data:`MAX_SINK_FAILURES` in a row); :class:`TurnRules` is the turn
   state machine (synchronous, no I/O), :class:`TurnProgress` one turn in it;
   :data:`CANCEL_GRACE` is how long an interrupted agent has to end its turn
-  itself before its process is stopped;
+  itself before its process is stopped; :data:`CLOSE_TIMEOUT` bounds leaving
+  :func:`agentrt.open_conversation`, whatever the agent and the sinks do;
 * owned commands: :func:`open_owned_process` spawns a command for a plugin that
   runs children itself (the managed-task worker): no shell, its own process
   group, exactly the given environment, and on Linux death with its owner
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 from ._cancel import CANCEL_GRACE as CANCEL_GRACE
 from ._exceptions import collapse_single_group as collapse_single_group
+from ._fanout import CLOSE_TIMEOUT as CLOSE_TIMEOUT
 from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
 from ._fanout import Fanout as Fanout
 from ._framing import MAX_LINE_BYTES as MAX_LINE_BYTES
@@ -78,6 +80,7 @@ from ._turn_rules import TurnRules as TurnRules
 __all__ = [
     "AgentProcess",
     "CANCEL_GRACE",
+    "CLOSE_TIMEOUT",
     "DEATH_SIGNAL_SUPPORTED",
     "OwnedProcess",
     "open_owned_process",
