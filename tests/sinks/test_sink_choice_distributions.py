@@ -310,3 +310,45 @@ def test_plugins_exits_non_zero_on_a_sink_of_an_unknown_role(site: Path, tmp_pat
     assert "  sinks: archive (role archivist)\n" in proc.stdout
     run = _agentrt(site, tmp_path, ["run", "hi"], plugins=f"{BASE_PLUGINS},archive-sink")
     assert run.returncode == 2 and "invalid_plugin_registration" in run.stderr
+
+
+def test_web_sink_records_each_thread_through_the_chosen_and_added_sinks(site: Path, tmp_path: Path) -> None:
+    """A real ``agentrt web --sink pg --sink audit``: a thread's turn reaches both third-party sinks."""
+    import signal
+
+    import httpx
+
+    (tmp_path / "logs").mkdir()
+    env = _env(PYTHONPATH=str(site), HOME=str(tmp_path), SINK_LOG_DIR=str(tmp_path / "logs"),
+               AGENTRT_LOAD_PLUGINS=f"{BASE_PLUGINS},web,pg-recorder,audit-sink",
+               AGENTRT_BOTS_CONFIG=str(tmp_path / "no-bots.toml"),
+               AWP_AGENT_CLI_EXECUTABLE=write_fixture_agent(tmp_path, "normal"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentrt", "web", "--port", "0", "--no-bots", "--sink", "pg", "--sink", "audit"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # the first line says where it listens
+        assert line.startswith("agentrt web: serving on "), line + (server.stderr.read() if server.stderr else "")
+        url = line.split("serving on ", 1)[1].strip()
+        with httpx.Client(base_url=url, timeout=60) as client:
+            html = client.get("/", headers={"accept": "text/html"}).text
+            csrf = {"x-csrf-token": html.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]}
+            name = client.post("/api/threads", headers=csrf).json()["name"]
+            with client.stream("GET", f"/events/threads/{name}") as events:
+                sent = client.post(f"/api/threads/{name}/messages", headers=csrf, json={"text": "hi"})
+                assert sent.status_code == 202, sent.text
+                for chunk in events.iter_lines():  # until the page is told the turn is done
+                    if chunk.startswith("data: ") and any(
+                            m["k"] == "done" for m in json.loads(chunk[6:])["m"]):
+                        break
+        server.send_signal(signal.SIGTERM)  # leaving closes every conversation, flushing its sinks
+        assert server.wait(timeout=TIMEOUT) == 128 + signal.SIGTERM
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    for sink in ("pg", "audit"):
+        rows = _received(tmp_path, sink)
+        assert {r["thread"] for r in rows} == {name}, sink
+        assert [r["type"] for r in rows].count("TurnCompleted") == 1, sink
