@@ -70,6 +70,11 @@ def test_an_unregistered_code_stays_a_plain_agentrt_error() -> None:
     exc = AgentrtError("no_such_code_anywhere", "why")
     assert type(exc) is AgentrtError
     assert family_of("no_such_code_anywhere") is AgentrtError
+    # A plugin's own code, raised as the family it means, keeps that family.
+    own = LaunchError("my_agent_not_logged_in", "run my-agent login")
+    assert type(own) is LaunchError and own.code == "my_agent_not_logged_in"
+    # A registered code raised through another family is not moved: the caller chose.
+    assert type(ConfigError("spawn_failed", "x")) is ConfigError
 
 
 def test_codes_with_a_hole_match_their_concrete_codes() -> None:
