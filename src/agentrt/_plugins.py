@@ -13,6 +13,11 @@ Every registration is checked: a ``@hookimpl`` that matches no hook is refused
 when its plugin is registered (``unknown_hook``), and a name two plugins both
 register is refused when the names are collected (``duplicate_registration``);
 both errors name the plugins, since the user's fix is to remove or disable one.
+
+Sinks are found by role (:meth:`Plugins.sink_for`).  When several loaded sinks
+hold one, the user's choice decides: ``--sink`` (:meth:`Plugins.choose_sinks`),
+else, for a registry created with ``autoload=True``, the config file's
+``[sinks]`` table; without one the role is ``ambiguous_sink_role``.
 """
 
 from __future__ import annotations
