@@ -391,10 +391,13 @@ async def _from_server(
     argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child: list[int], theirs: list[int]
 ) -> int | None:
     """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
-    if not _spawn_client.supported() or not _spawn_client.wanted():
+    if not _spawn_client.supported():
         return None
-    # The servers are this run's: stopped and reaped when it ends.
+    # The servers are this run's: stopped and reaped when it ends.  Held from the
+    # run's first spawn, so that the run's set of tasks does not change later.
     _spawn_client.own_for_this_run()
+    if not _spawn_client.wanted():
+        return None
     index = _spawn_client.next_server()
     sock = _spawn_client.running(index)
     if sock is None:
