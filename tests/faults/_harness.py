@@ -154,8 +154,8 @@ class Recorder:
 def open_fds() -> int:
     """How many file descriptors this process has open, the long-lived ones started on demand left out.
 
-    The spawn servers (``agentrt._spawn_client``) start once per process, after
-    its first few spawns, and each keeps one socket for the process's life:
+    The spawn servers (``agentrt._spawn_client``) start once per trio run, after
+    its first few spawns, and each keeps one socket until the run ends:
     run alone, the example that crossed that count saw them as its own leak.
     The child watcher (``agentrt._watch``) starts at the run's first spawn and
     keeps one ``epoll`` descriptor until the trio run ends: a count taken
