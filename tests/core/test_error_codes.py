@@ -171,6 +171,15 @@ def test_every_code_produced_in_the_sources_is_registered() -> None:
     )
 
 
+def test_every_registered_code_is_still_produced_somewhere() -> None:
+    # A code no source produces any more would document a failure that cannot happen.
+    produced = {info.code for info in map(code_info, TOOL.scan()) if info is not None}
+    stale = sorted(set(CODES) - produced)
+    assert not stale, "remove these from src/agentrt/_codes.py, then run tools/error_codes.py write: " + ", ".join(
+        stale
+    )
+
+
 def test_the_page_lists_every_code_and_is_up_to_date() -> None:
     text = PAGE.read_text(encoding="utf-8")
     generated = text.partition(TOOL.BEGIN)[2].partition(TOOL.END)[0]
