@@ -21,8 +21,8 @@ def plugins(as_json: bool) -> None:
     from ._plugins import get_plugins
     from .errors import AgentrtError
 
-    registry = get_plugins()
     try:
+        registry = get_plugins()
         infos = registry.info()
         conflicts = registry.conflicts()
     except AgentrtError as exc:
