@@ -162,7 +162,12 @@ class HostedConversation:
 
     def _moves(self, cwd: str | None) -> bool:
         """True when ``cwd`` is another directory than the running conversation's."""
-        return cwd is not None and cwd != (self._cwd or os.getcwd())
+        if cwd is None:
+            return False
+        try:
+            return cwd != (self._cwd or os.getcwd())
+        except OSError:  # the bridge's own directory is gone: the session's is another
+            return True
 
     async def _bind(self, conv: Any, switch: SessionSwitch) -> None:
         self._client = switch.client_session
