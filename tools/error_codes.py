@@ -82,6 +82,21 @@ def _constants(trees: list[ast.Module]) -> dict[str, str]:
     return found
 
 
+def _hole_name(node: ast.expr) -> str:
+    """What an f-string hole holds, by name: ``{status}``, ``{exc.status}``, ``{method.replace(...)}``."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call):  # a method's result is named after its object
+            node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+        elif isinstance(node, ast.Attribute):
+            return node.attr
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return "value"
+
+
 def _code_text(node: ast.expr, constants: dict[str, str]) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -95,11 +110,7 @@ def _code_text(node: ast.expr, constants: dict[str, str]) -> str | None:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
-                inner = value.value
-                name = inner.value if isinstance(inner, ast.Subscript) else inner
-                while isinstance(name, ast.Attribute):
-                    name = name.value if not isinstance(name.value, ast.Name) else ast.Name(id=name.attr)
-                parts.append(f"<{name.id if isinstance(name, ast.Name) else 'value'}>")
+                parts.append(f"<{_hole_name(value.value)}>")
         return "".join(parts)
     return None
 
@@ -151,6 +162,47 @@ def _codes_in(tree: ast.Module, constants: dict[str, str], calls: dict[str, set[
                 yield text, node.lineno
 
 
+def _literal_strings(node: ast.expr | None) -> list[ast.expr]:
+    """The string-valued expressions a table or a return holds (keys of a dict whose values are not codes)."""
+    if node is None:
+        return []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set"):
+        return _literal_strings(node.args[0]) if node.args else []
+    if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+        return [elt for elt in node.elts if isinstance(elt, ast.Constant) and isinstance(elt.value, str)]
+    if isinstance(node, ast.Dict):
+        values: list[ast.expr] = [v for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        if values:
+            return values
+        return [k for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if isinstance(node, ast.IfExp):
+        return _literal_strings(node.body) + _literal_strings(node.orelse)
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return [node]
+    return []
+
+
+def _tables_and_returns(tree: ast.Module) -> Iterator[ast.expr]:
+    """Codes held in tables (``*_CODES = {...}``), set as ``code = ...``, returned by ``def *_code``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            # A table (STOP_REASON_CODES = {...}) or a code chosen before use (code = f"...").
+            if any(isinstance(t, ast.Name) and ("CODES" in t.id or t.id == "code") for t in targets):
+                yield from _literal_strings(node.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.endswith("_code"):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Return):
+                    value = inner.value
+                    if isinstance(value, ast.Tuple) and value.elts:  # (code, detail)
+                        value = value.elts[0]
+                    yield from _literal_strings(value)
+            args = node.args
+            for arg, default in zip(reversed(args.args), reversed(args.defaults)):
+                if arg.arg == "default":
+                    yield from _literal_strings(default)
+
+
 def scan(root: Path = ROOT) -> dict[str, list[str]]:
     """Every code produced in the sources, each with the ``path:line`` places it comes from."""
     files = source_files(root)
@@ -159,7 +211,8 @@ def scan(root: Path = ROOT) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     calls = _wrappers(trees)
     for path, tree in zip(files, trees):
-        for code, line in _codes_in(tree, constants, calls):
+        held = ((_code_text(node, constants), node.lineno) for node in _tables_and_returns(tree))
+        for code, line in [*_codes_in(tree, constants, calls), *((c, n) for c, n in held if c)]:
             if not CODE_SHAPE.match(code):
                 continue
             found.setdefault(code, []).append(f"{path.relative_to(root)}:{line}")

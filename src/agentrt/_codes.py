@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = ["TABLES"]
 
 LAUNCH = """
+acp_auth_required | the ACP agent needs its user to log in first | log in with the agent's own CLI, then retry
 cli_executable_not_found | the agent's executable is not set or does not exist | set AWP_AGENT_CLI_EXECUTABLE (or the agent's `executable`) to an existing absolute path
 cli_executable_must_be_absolute | the agent's executable is given as a relative path | give an absolute path
 cli_executable_is_symlink | the agent's executable is a symbolic link (refused so the checked file is the one run) | point at the real file (`readlink -f`)
@@ -49,6 +50,14 @@ local_model_server_not_ready | the local model server did not answer in time | c
 """
 
 PROTOCOL = """
+acp_<method>_failed | the ACP agent refused a handshake request (`acp_session_new_failed`, `acp_session_load_failed`...) | read the agent's message; check its options and login
+rpc_error | the ACP agent answered with a JSON-RPC error of no standard code | read the agent's message
+rpc_parse_error | the ACP agent could not parse what agentrt sent (JSON-RPC -32700) | report it, with the agent's version
+rpc_invalid_request | the ACP agent called agentrt's request invalid (JSON-RPC -32600) | report it, with the agent's version
+rpc_method_not_found | the ACP agent does not implement a method agentrt called (JSON-RPC -32601) | upgrade the agent
+rpc_invalid_params | the ACP agent refused a request's parameters (JSON-RPC -32602) | read the agent's message
+rpc_internal_error | the ACP agent failed internally (JSON-RPC -32603) | read the agent's message and its log
+resource_not_found | the ACP agent reports a resource (a session, a file) that does not exist | check the session id or path
 protocol_mismatch | the agent wrote nothing the configured dialect recognises within the first-output bound | check the agent's protocol setting (`agentrt check`)
 malformed_output_line | a line of the agent's stdout is not valid JSON (it is skipped) | a bug or debug print in the agent; see the line's head in the detail
 unexpected_output_shape | a JSON message of the agent does not have the shape its protocol requires (it is skipped) | report it to the agent's maintainers; the raw object is kept
@@ -87,6 +96,11 @@ output_closed | the output (stdout or a pipe) was closed while writing | the rea
 """
 
 TURN = """
+cc_error | the Claude-Code-style agent reported a failed result with no more precise reason | read the turn's message
+cc_<subtype> | the Claude-Code-style agent's failed result, by its subtype (`cc_error_max_turns`...) | read the turn's message
+max_tokens | the ACP agent stopped the turn at its token limit | ask for less, or raise the agent's limit
+max_turn_requests | the ACP agent stopped the turn at its limit of model requests | simplify the task, or raise the agent's limit
+refusal | the ACP agent refused to continue the turn | rephrase the prompt
 turn_in_progress | a turn was sent while the previous one had not ended | wait for the terminal event, or close the turn first
 turn_cancelled | the turn was cancelled (by the caller, Ctrl-C or the agent) | none; send the next turn
 turn_interrupted | the agent's turn was interrupted on request | none; send the next turn
@@ -108,6 +122,7 @@ no_conversation | there is no recorded conversation to continue | start one firs
 """
 
 CONFIG = """
+unsupported_argument | the reference agent was given a command-line argument it does not take | see `agentrt agent --help`
 config_invalid | the config file cannot be read or has an invalid setting | fix the line the detail names
 conflicting_options | two options that exclude each other were given | drop one of them
 missing_option | a required option was not given | add the option the detail names
@@ -161,6 +176,8 @@ recorder_failed | the recording sink failed; the conversation goes on unrecorded
 """
 
 STORE = """
+sink_failed | a sink raised on a batch of events; it still gets later batches | check what the sink writes to (the detail names the sink)
+sink_detached | a sink failed on several batches in a row and was detached; the conversation goes on | check the sink's target, then start a new conversation
 database_unavailable | the database file cannot be opened | check the path and its permissions
 database_timeout | the database did not answer in time (locked by another writer) | retry; check for a stuck process
 database_too_new | the database was written by a newer agentrt | upgrade agentrt
@@ -202,6 +219,8 @@ invalid_session_content | a message in the session file has content of the wrong
 """
 
 PROVIDER = """
+provider_request_failed | the reference agent's provider call failed with no more precise code | read the turn's message; retry
+api_error_<status> | the Claude-Code-style agent's model API answered with this HTTP status | 401/403: log the agent in again; 429: retry later; 5xx: the API failed
 provider_unavailable | no provider plugin with that name is loaded | install the provider plugin (e.g. agentrt-openai)
 provider_timeout | the provider did not finish within AGENTRT_TIMEOUT_MS | raise AGENTRT_TIMEOUT_MS or retry
 provider_connection_failed | the provider's endpoint could not be reached | check the URL and the network

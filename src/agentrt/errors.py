@@ -106,7 +106,7 @@ class PluginError(AgentrtError):
 
 
 class StoreError(AgentrtError):
-    """A store failed or refused: the SQLite database, Redis, threads, session files."""
+    """A store or sink failed or refused: the SQLite database, Redis, threads, session files, sinks."""
 
     action = "check the store's path, permissions or server"
 

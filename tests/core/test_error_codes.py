@@ -146,6 +146,16 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
                 AgentrtError(f"pattern_{x}", "d")
                 AgentrtError("Not A Code", "d")
                 print("not_a_code")
+                kwargs.get("code", None)
+
+            STOP_CODES = {"stop": "from_a_table"}
+            SEEN_CODES = frozenset({"from_a_set"})
+
+            def reason_code(obj, default="from_a_default"):
+                if obj:
+                    return "returned_code"
+                code = f"set_{obj.method.replace('/', '_')}_failed"
+                return code
             """
         )
     )
@@ -158,6 +168,11 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
         "b_code",
         "through_a_wrapper",
         "pattern_<x>",
+        "from_a_table",
+        "from_a_set",
+        "from_a_default",
+        "returned_code",
+        "set_<method>_failed",
     }
     assert found["raised_literal"] == ["src/agentrt/mod.py:8"]
 
