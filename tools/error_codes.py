@@ -133,6 +133,12 @@ def _wrappers(trees: list[ast.Module]) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {name: {0} for name in CODE_CALLS}
     for tree in trees:
         for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):  # a class built with a code: FsError(rpc_code, code, message)
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                        names = [a.arg for a in item.args.posonlyargs + item.args.args][1:]
+                        if "code" in names:
+                            found.setdefault(node.name, set()).add(names.index("code"))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in QUERIES:
                 names = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
                 if "code" in names:

@@ -57,7 +57,7 @@ rpc_invalid_request | the ACP agent called agentrt's request invalid (JSON-RPC -
 rpc_method_not_found | the ACP agent does not implement a method agentrt called (JSON-RPC -32601) | upgrade the agent
 rpc_invalid_params | the ACP agent refused a request's parameters (JSON-RPC -32602) | read the agent's message
 rpc_internal_error | the ACP agent failed internally (JSON-RPC -32603) | read the agent's message and its log
-resource_not_found | the ACP agent reports a resource (a session, a file) that does not exist | check the session id or path
+resource_not_found | a resource (a session, a file) does not exist: the ACP agent says so (JSON-RPC -32002), or agentrt answers an agent's file request so | check the session id or path
 protocol_mismatch | the agent wrote nothing the configured dialect recognises within the first-output bound | check the agent's protocol setting (`agentrt check`)
 malformed_output_line | a line of the agent's stdout is not valid JSON (it is skipped) | a bug or debug print in the agent; see the line's head in the detail
 unexpected_output_shape | a JSON message of the agent does not have the shape its protocol requires (it is skipped) | report it to the agent's maintainers; the raw object is kept
@@ -250,6 +250,12 @@ remote_api_requires_https | a non-loopback API must use https | use an https URL
 """
 
 TOOL = """
+path_outside_cwd | an ACP agent's file request points outside the session's working directory (refused) | none; the agent may only touch files under the working directory
+invalid_path | an ACP agent's file request has an empty, relative or symbolic-link path (refused) | none; report it if the agent keeps doing it
+not_regular_file | an ACP agent's file request names a FIFO, socket, device or directory (refused, never opened blocking) | none; only regular files are read or written
+file_too_large | an ACP agent's file read or write exceeds the size limit (4 MiB) | raise `AcpOptions.max_file_bytes` if needed
+invalid_params | an ACP agent's file write has content that is not a string | report it to the agent's maintainers
+file_error | an ACP agent's file request failed in the operating system (permissions, disk) | check the file's permissions and the disk
 managed_tasks_require_explicit_opt_in | managed-task settings are present but the opt-in is not set | set the opt-in variable to 1
 managed_tasks_configuration_incomplete | the managed-task settings are incomplete | set the variables the detail names
 managed_task_arguments_invalid | a managed-task call has arguments other than argv and timeout_seconds | pass only argv and timeout_seconds

@@ -156,6 +156,13 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
                     return "returned_code"
                 code = f"set_{obj.method.replace('/', '_')}_failed"
                 return code
+
+            class Refused(Exception):
+                def __init__(self, rpc_code, code, message):
+                    super().__init__(message)
+
+            def g():
+                raise Refused(-32602, "from_a_class", "m")
             """
         )
     )
@@ -173,6 +180,7 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
         "from_a_default",
         "returned_code",
         "set_<method>_failed",
+        "from_a_class",
     }
     assert found["raised_literal"] == ["src/agentrt/mod.py:8"]
 
