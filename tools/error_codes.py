@@ -196,6 +196,10 @@ def _tables_and_returns(tree: ast.Module) -> Iterator[ast.expr]:
             # A table (STOP_REASON_CODES = {...}) or a code chosen before use (code = f"...").
             if any(isinstance(t, ast.Name) and ("CODES" in t.id or t.id == "code") for t in targets):
                 yield from _literal_strings(node.value)
+        elif isinstance(node, ast.Dict):  # {"error": {"code": "not_found", ...}}
+            for key, held in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "code":
+                    yield from _literal_strings(held)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.endswith("_code"):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Return):

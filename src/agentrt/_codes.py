@@ -141,6 +141,7 @@ model_required | the reference agent was started without a model | pass --model 
 web_token_required | the web server binds a non-loopback address without a token or password | set AGENTRT_WEB_TOKEN or AGENTRT_WEB_PASSWORD
 web_token_too_short | the web token or password is too short | use at least 8 characters
 bad_request | a web request's body is not what the endpoint expects | send a JSON object
+not_found | a web request asks for an address where there is nothing | check the URL (the web UI links only to what exists)
 unknown_action | a web request names an action that does not exist | use one of the documented actions
 address_in_use | the port to listen on is already in use | pick another port or stop the other server
 address_not_available | the address to listen on does not exist on this machine | bind an address of this machine

@@ -163,6 +163,8 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
 
             def g():
                 raise Refused(-32602, "from_a_class", "m")
+
+            ANSWER = {"error": {"code": "from_a_dict", "detail": "d"}}
             """
         )
     )
@@ -181,6 +183,7 @@ def test_the_scan_finds_codes_of_every_kind(tmp_path: Path) -> None:
         "returned_code",
         "set_<method>_failed",
         "from_a_class",
+        "from_a_dict",
     }
     assert found["raised_literal"] == ["src/agentrt/mod.py:8"]
 
