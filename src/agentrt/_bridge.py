@@ -133,17 +133,22 @@ class _AskTheClient:
     def __init__(self, outer: Any, send: Callable[[Sequence[Mapping[str, Any]]], Awaitable[None]]) -> None:
         self._outer = outer
         self._send = send
-        self._waiting: dict[Any, tuple[trio.Event, list[PermissionDecision]]] = {}
+        self._waiting: dict[Any, tuple[trio.Event, list[tuple[PermissionDecision, str]]]] = {}
         self._closed = False
 
     async def __call__(self, request: PermissionRequest) -> PermissionDecision:
+        return (await self.decide(request))[0]
+
+    async def decide(self, request: PermissionRequest) -> tuple[PermissionDecision, str]:
+        """The decision and who made it (recorded as ``by``): ``user``, ``always``, ``timeout``,
+        ``ask_failed`` (its turn ended first), ``no_client`` (the client closed its input)."""
         if self._closed:
-            return PermissionDecision(allow=False, message="the client closed its input")
+            return PermissionDecision(allow=False, message="the client closed its input"), "no_client"
         asked = self._outer.permission_request(request)
-        if isinstance(asked, PermissionDecision):
-            return asked
+        if isinstance(asked, PermissionDecision):  # the client chose "always" for this tool earlier
+            return asked, "always" if asked.allow else "no_client"
         rid, message = asked
-        done, answer = trio.Event(), list[PermissionDecision]()
+        done, answer = trio.Event(), list[tuple[PermissionDecision, str]]()
         self._waiting[rid] = (done, answer)
         try:
             await self._send([message])
@@ -151,7 +156,9 @@ class _AskTheClient:
                 await done.wait()
         finally:
             self._waiting.pop(rid, None)
-        return answer[0] if answer else PermissionDecision(allow=False, message="the client did not answer in time")
+        if answer:
+            return answer[0]
+        return PermissionDecision(allow=False, message="the client did not answer in time"), "timeout"
 
     def take(self, obj: Any) -> bool:
         """True when ``obj`` answered one of our requests (the waiting policy call gets the decision)."""
@@ -159,23 +166,24 @@ class _AskTheClient:
         if got is None:
             return False
         rid, decision = got
-        self._resolve(rid, decision)
+        self._resolve(rid, decision, "user")
         return True
 
     def release_all(self, message: str) -> None:
         """Deny every request still waiting (its turn ended, or the client is gone)."""
         for rid in list(self._waiting):
-            self._resolve(rid, PermissionDecision(allow=False, message=message))
+            self._resolve(rid, PermissionDecision(allow=False, message=message), "ask_failed")
 
     def close(self) -> None:
         """The client is gone: deny what waits and every later request."""
         self._closed = True
-        self.release_all("the client closed its input")
+        for rid in list(self._waiting):
+            self._resolve(rid, PermissionDecision(allow=False, message="the client closed its input"), "no_client")
 
-    def _resolve(self, rid: Any, decision: PermissionDecision) -> None:
+    def _resolve(self, rid: Any, decision: PermissionDecision, by: str) -> None:
         slot = self._waiting.get(rid)
         if slot is not None and not slot[0].is_set():
-            slot[1].append(decision)
+            slot[1].append((decision, by))
             slot[0].set()
 
 
@@ -226,6 +234,20 @@ def _recorder(plugins: Any, env: Mapping[str, str], resolved: Any) -> Callable[[
     return record
 
 
+def _approvals(plugins: Any, env: Mapping[str, str]) -> Any:
+    """The thread store's ``record_approval`` (``agentrt logs --approvals``), as ``run`` records with, or ``None``."""
+    from ._cli_approval import store_recorder
+    from ._config import load_config
+
+    if not load_config(env).logs_enabled:
+        return None
+    try:
+        return store_recorder(plugins, env)
+    except AgentrtError as exc:  # a bad database setting: the bridge works on, unrecorded
+        _warn(exc.code, exc.detail)
+        return None
+
+
 async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, source: Any, sink: Any) -> int:
     """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status.
 
@@ -265,7 +287,16 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     )
     asking = _AskTheClient(outer, send_objs) if can_ask else None
     # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
-    policy = bridge_policy(resolved.permissions, asking if asking is not None else plugins.permission_policy())
+    approvals = _approvals(plugins, inner_env)
+
+    def where() -> tuple[str | None, str | None]:
+        conv = hosted.conv
+        return (conv.id if conv is not None else None), hosted.thread
+
+    policy = bridge_policy(
+        resolved.permissions, asking if asking is not None else plugins.permission_policy(),
+        recorder=approvals, where=where,
+    )  # fmt: skip
     items_in, items_out = trio.open_memory_channel[Any](_QUEUED_TURNS)  # turns and session switches, in order
     cancels = TurnCancels()
     if hasattr(outer, "load_sessions"):
@@ -364,6 +395,10 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         if opened and not shutdown and getattr(outer, "cancel_on_close", False) and hosted.conv is not None:
             # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
             await hosted.conv.cancel_turn()
+    close = getattr(getattr(approvals, "__self__", None), "aclose", None)
+    if close is not None:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await close()
     if hosted.startup_error is not None:
         raise hosted.startup_error
     return 0

@@ -160,6 +160,11 @@ class HostedConversation:
             else:
                 resume = None
 
+    @property
+    def thread(self) -> str | None:
+        """The thread the running conversation is recorded under (``None``: none, outside client sessions)."""
+        return session_thread(self._client) if self._client is not None else None
+
     def _moves(self, cwd: str | None) -> bool:
         """True when ``cwd`` is another directory than the running conversation's."""
         if cwd is None:
