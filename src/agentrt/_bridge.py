@@ -22,7 +22,7 @@ import orjson
 import trio
 
 from ._bridge_cancel import TurnCancels
-from ._bridge_sessions import HostedConversation, SessionSwitch
+from ._bridge_sessions import HostedConversation, SessionSwitch, session_thread
 from .errors import AgentrtError
 from .permissions import PermissionDecision, PermissionRequest
 
@@ -234,20 +234,6 @@ def _recorder(plugins: Any, env: Mapping[str, str], resolved: Any) -> Callable[[
     return record
 
 
-def _approvals(plugins: Any, env: Mapping[str, str]) -> Any:
-    """The thread store's ``record_approval`` (``agentrt logs --approvals``), as ``run`` records with, or ``None``."""
-    from ._cli_approval import store_recorder
-    from ._config import load_config
-
-    if not load_config(env).logs_enabled:
-        return None
-    try:
-        return store_recorder(plugins, env)
-    except AgentrtError as exc:  # a bad database setting: the bridge works on, unrecorded
-        _warn(exc.code, exc.detail)
-        return None
-
-
 async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, source: Any, sink: Any) -> int:
     """Run the bridge on ``source``/``sink`` (byte streams); returns the exit status.
 
@@ -256,7 +242,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     permissions, the hosted CLI's tool requests are forwarded to it.  Turns run
     one at a time, in order.
     """
-    from ._bridge_policy import bridge_policy
+    from ._bridge_policy import approval_recorder, bridge_policy
     from ._config import resolve_agent
     from ._conversation import Conversation, open_conversation
     from ._launch import is_valid_session_id
@@ -287,7 +273,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     )
     asking = _AskTheClient(outer, send_objs) if can_ask else None
     # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
-    approvals = _approvals(plugins, inner_env)
+    approvals = approval_recorder(plugins, inner_env, _warn)
 
     def where() -> tuple[str | None, str | None]:
         conv = hosted.conv
@@ -316,6 +302,14 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         )
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:
+        replay = getattr(outer, "replay", None)
+        if switch.kind == "load" and error is None and replay is not None:  # the history first (ACP)
+            from ._bridge_replay import replay_history
+
+            await replay_history(
+                partial(plugins.thread_store, inner_env), session_thread(switch.client_session),
+                partial(replay, switch.client_session), send_objs,
+            )  # fmt: skip
         if switch.kind != "new":
             value = switch.mode if switch.kind == "mode" else switch.model
             await send_objs(outer.answer_switch(switch.kind, switch.request_id, error, value))

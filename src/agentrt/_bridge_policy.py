@@ -27,7 +27,7 @@ from .display import escape_text
 from .errors import AgentrtError
 from .permissions import PermissionDecision, PermissionPolicy, PermissionRequest
 
-__all__ = ["bridge_policy"]
+__all__ = ["approval_recorder", "bridge_policy"]
 
 Where = Callable[[], tuple[str | None, str | None]]
 """``(conversation id, thread)`` a decision is recorded under: the hosted conversation's, now."""
@@ -110,3 +110,17 @@ def bridge_policy(
         except ValueError as exc:
             raise AgentrtError("invalid_tool_pattern", str(exc)) from None
     return _RuledPolicy(rules, fallback, recorder, where)
+
+
+def approval_recorder(plugins: Any, env: Mapping[str, str], warn: Callable[[str, str], None]) -> Recorder | None:
+    """The thread store's ``record_approval``, as ``run`` records with; ``None`` when logs are off or unusable."""
+    from ._cli_approval import store_recorder
+    from ._config import load_config
+
+    if not load_config(env).logs_enabled:
+        return None
+    try:
+        return store_recorder(plugins, env)
+    except AgentrtError as exc:  # a bad database setting: the bridge works on, unrecorded
+        warn(exc.code, exc.detail)
+        return None

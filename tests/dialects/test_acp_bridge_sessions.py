@@ -159,7 +159,10 @@ def test_session_load_resumes_the_hosted_cli_in_a_new_bridge(tmp_path: Path) -> 
         before = len(api.requests)
         client = asyncio.run(second(env, sid))
         resumed = api.requests[before:]
-    assert client.text() == "Noted."
+    # The load replayed the first exchange (the prompt, then its reply), then the new turn's reply came.
+    users = [u.content.text for u in client.updates if u.session_update == "user_message_chunk"]
+    assert users == ["remember the word kumquat"]
+    assert client.text() == "Noted.Noted."
     # Claude Code resumed its own session: the request after the load carries the first exchange.
     assert any("kumquat" in json.dumps(r.get("messages")) for r in resumed), resumed
 

@@ -12,11 +12,20 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentrt.dialect import AgentCodec, AgentInput, ContentBlock, ImageBlock, InputError, Interrupt, TextBlock, Turn
-from agentrt.events import Event, TextDelta, ThinkingDelta, ToolResult, ToolUse, TurnCompleted, TurnFailed
+from agentrt.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
 from agentrt.permissions import PermissionDecision, PermissionRequest
 
 from ._asking import PermissionAsker
@@ -261,29 +270,29 @@ class AcpAgentCodec(AgentCodec):
         params = {"sessionId": self._session or "", "update": update}
         return {"jsonrpc": "2.0", "method": "session/update", "params": params}
 
+    def replay(self, session_id: str, events: Iterable[Event]) -> list[dict[str, Any]]:
+        """``session/update`` notifications replaying a loaded session's recorded history, in order.
+
+        Each turn's prompt (``TurnStarted``) is a ``user_message_chunk``; text, thinking and tool
+        calls are what :meth:`encode` sends for them live; other events replay nothing.
+        """
+        out = []
+        for event in events:
+            update: dict[str, Any] | None
+            if isinstance(event, TurnStarted):
+                update = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": event.prompt}}
+            else:
+                update = _event_update(event)
+            if update is not None:
+                out.append({"jsonrpc": "2.0", "method": "session/update",
+                            "params": {"sessionId": session_id, "update": update}})  # fmt: skip
+        return out
+
     def encode(self, event: Event) -> Sequence[Mapping[str, Any]]:
         """``session/update`` per event; the terminal event answers the running prompt."""
         out = self.drain_output()
-        if isinstance(event, (TextDelta, ThinkingDelta)):
-            kind = "agent_message_chunk" if isinstance(event, TextDelta) else "agent_thought_chunk"
-            out.append(self._update({"sessionUpdate": kind, "content": {"type": "text", "text": event.text}}))
-        elif isinstance(event, ToolUse):
-            update = {
-                "sessionUpdate": "tool_call",
-                "toolCallId": event.id,
-                "title": event.summary or event.name,
-                "kind": tool_kind(event.name),
-                "status": "in_progress",
-                "rawInput": dict(event.input),
-            }
-            out.append(self._update(update))
-        elif isinstance(event, ToolResult):
-            update = {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": event.tool_use_id,
-                "status": "failed" if event.is_error else "completed",
-                "rawOutput": event.content,
-            }
+        update = _event_update(event)
+        if update is not None:
             out.append(self._update(update))
         elif isinstance(event, (TurnCompleted, TurnFailed)) and self._prompt_id is not None:
             rid, self._prompt_id = self._prompt_id, None
@@ -308,3 +317,27 @@ class AcpAgentCodec(AgentCodec):
                 self._error(rid, -32603, f"{event.code}: {event.message}" if event.message else event.code)
             out.extend(self.drain_output())
         return out
+
+
+def _event_update(event: Event) -> dict[str, Any] | None:
+    """The ``session/update`` body for text, thinking and tool events; ``None`` for the others."""
+    if isinstance(event, (TextDelta, ThinkingDelta)):
+        kind = "agent_message_chunk" if isinstance(event, TextDelta) else "agent_thought_chunk"
+        return {"sessionUpdate": kind, "content": {"type": "text", "text": event.text}}
+    if isinstance(event, ToolUse):
+        return {
+            "sessionUpdate": "tool_call",
+            "toolCallId": event.id,
+            "title": event.summary or event.name,
+            "kind": tool_kind(event.name),
+            "status": "in_progress",
+            "rawInput": dict(event.input),
+        }
+    if isinstance(event, ToolResult):
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.tool_use_id,
+            "status": "failed" if event.is_error else "completed",
+            "rawOutput": event.content,
+        }
+    return None
