@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from agentrt._process import ProcessSpec, open_process
+from agentrt._spawn_client import _SERVE_AFTER
 from agentrt.testing import fixture_agent_argv
 from agentrt.testing._pids import our_children
 
@@ -81,7 +82,8 @@ async def test_1000_cycles_leak_no_fds_and_no_zombies() -> None:
 async def test_100_conversing_cycles_with_stop_leak_nothing() -> None:
     # Each cycle: a full turn with the fixture agent, then a requested stop.
     spec = ProcessSpec(argv=fixture_agent_argv("normal"), env=ENV)
-    await cycles(spec, 3, converse=True)
+    # Past the spawn count at which this run starts its spawn servers (they live until the run ends).
+    await cycles(spec, _SERVE_AFTER + 2, converse=True)
     before = open_fds()
     await cycles(spec, 100, converse=True)
     assert open_fds() == before
@@ -91,8 +93,9 @@ async def test_100_conversing_cycles_with_stop_leak_nothing() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts /proc/self/fd")
 async def test_killed_children_leak_nothing() -> None:
     spec = ProcessSpec(argv=fixture_agent_argv("hang"), env=ENV, shutdown_grace=0.01, term_grace=0.01)
-    # The run's child watcher and the spawn servers: one each, not one per child.
-    await cycles(true_spec(), 1, converse=False)
+    # The run's child watcher and the spawn servers: one each, not one per child.  The servers
+    # belong to this trio run and start after its first few spawns, so warm up past that count.
+    await cycles(true_spec(), _SERVE_AFTER + 2, converse=False)
     before = open_fds()
     for _ in range(20):
         with trio.fail_after(10):
