@@ -74,6 +74,9 @@ from ._spawn import OwnedProcess as OwnedProcess
 from ._spawn import open_owned_process as open_owned_process
 from ._spawn_client import keep_warm as keep_spawn_servers
 from ._spawn_client import stop_servers as stop_spawn_servers
+from ._tap import RawTap as RawTap
+from ._tap import TapInfo as TapInfo
+from ._tap import TapSource as TapSource
 from ._turn_rules import TurnProgress as TurnProgress
 from ._turn_rules import TurnRules as TurnRules
 
@@ -92,6 +95,9 @@ __all__ = [
     "MALFORMED_LINE",
     "MAX_SINK_FAILURES",
     "PumpResult",
+    "RawTap",
+    "TapInfo",
+    "TapSource",
     "TurnProgress",
     "TurnRules",
     "pump_events",
