@@ -106,7 +106,7 @@ def main() -> dict[str, Any]:
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", "5"))
     print(f"owned_fork: {n} children of /bin/true per run, one at a time, {rounds} rounds; {load_text()}")
     # The spawn server is a stdlib-only script run by path (as the owner runs it): loaded the same way here.
-    server_file = os.path.join(os.path.dirname(agentrt.__file__), "_spawn_server.py")
+    server_file = os.path.join(os.path.dirname(agentrt.__file__), "_os", "spawn_server.py")
     runs = interleave({kind: (lambda kind=kind: _one(server_file, kind, n)) for kind in CONTENDERS}, rounds)
     summary = summarize(runs, "vfork", KEYS)
     summary["children"] = n

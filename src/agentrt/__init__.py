@@ -35,16 +35,16 @@ _LAZY = {
     "Conversation": "agentrt._conversation",
     "open_conversation": "agentrt._conversation",
     "TurnStream": "agentrt._turn_stream",
-    "tune_gc": "agentrt._gc",
-    "tune_malloc": "agentrt._malloc",
+    "tune_gc": "agentrt._os.gc_tuning",
+    "tune_malloc": "agentrt._os.malloc_tuning",
 }
 
 if TYPE_CHECKING:
     from ._conversation import Conversation as Conversation
     from ._conversation import open_conversation as open_conversation
-    from ._gc import tune_gc as tune_gc
     from ._launch import LaunchSpec as LaunchSpec
-    from ._malloc import tune_malloc as tune_malloc
+    from ._os.gc_tuning import tune_gc as tune_gc
+    from ._os.malloc_tuning import tune_malloc as tune_malloc
     from ._plugins import Plugins as Plugins
     from ._plugins import get_plugins as get_plugins
     from ._process import ProcessSpec as ProcessSpec

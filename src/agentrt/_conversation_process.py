@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from . import _watch
 from ._launch import LaunchSpec
 from ._live import LiveProcess
 from ._mismatch import ProtocolProbe
+from ._os import child_watch
 from ._process import AgentProcess, ExitStatus, open_process
 from ._pump import Pump, PumpResult, pump_events
 from ._turn_rules import TurnRules, exit_how
@@ -107,7 +107,7 @@ class _ProcessManagement:
         self._codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
         self._probe = ProtocolProbe(self.launch.protocol, self.launch.executable, self._first_output)
         self._recognised = None
-        if _watch.AVAILABLE:
+        if child_watch.AVAILABLE:
             return await self._start_live(spec)
         proc: AgentProcess = await self._nursery.start(self._run_process, spec)
         return proc
@@ -161,7 +161,7 @@ class _ProcessManagement:
         if probe is None or not probe.armed or probe.bound is None or self._recognised is not None:
             return
         self._recognised = recognised = trio.Event()
-        if not _watch.AVAILABLE:
+        if not child_watch.AVAILABLE:
             self._nursery.start_soon(self._first_output_task, state, proc, probe, recognised)
             return
 
@@ -170,7 +170,7 @@ class _ProcessManagement:
             if self._first_output_missing(state, proc, probe):
                 self._nursery.start_soon(self._first_output_failed, state, proc, probe)
 
-        _watch.current_watcher().call_later(probe.bound, due)
+        child_watch.current_watcher().call_later(probe.bound, due)
 
     def _first_output_missing(self, state: TurnState, proc: AgentProcess, probe: ProtocolProbe) -> bool:
         return probe.armed and state.progress.live and state.proc is proc and not proc.exited.is_set()

@@ -14,7 +14,7 @@ class and on real captures).
 copies containers (orjson reads them in place) and hands only what orjson
 cannot encode to cattrs.  A tool input or result still held as an unread
 :class:`~agentrt.dialect.JsonFragment` is written as its own bytes when
-:func:`agentrt._jsonpass.fragment_bytes` finds that exact (it says when), else
+:func:`agentrt._json.fragment_passthrough.fragment_bytes` finds that exact (it says when), else
 parsed and encoded; so ``orjson.loads(event_line(e)) == to_json(e)`` always,
 and the bytes equal ``orjson.dumps(to_json(e))`` whenever each such fragment
 is spelled as orjson spells its value.
@@ -28,8 +28,8 @@ import attrs
 import orjson
 
 from . import events as _events
-from ._jsonpass import fragment_bytes
-from ._lazyjson import JsonFragment, stored_getter
+from ._json.fragment_passthrough import fragment_bytes
+from ._json.lazy_fields import JsonFragment, stored_getter
 
 __all__ = ["event_dict", "event_line"]
 

@@ -2,7 +2,7 @@
 
 :func:`open_process` spawns the child (never through a shell, in its own
 process group, with exactly the given environment, dying with its owner on
-Linux: see :mod:`agentrt._spawn`), drains its stderr into a
+Linux: see :mod:`agentrt._os.spawn`), drains its stderr into a
 bounded buffer and watches for its exit.  The caller reads stdout itself with
 :meth:`AgentProcess.receive_some` (its read loop is the pump: no intermediate
 channel, no extra copy).  Leaving the context always stops the child with a
@@ -26,12 +26,12 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from . import _watch
 from ._exceptions import collapse_single_group
+from ._os import child_watch
+from ._os.child_watch import ChildWatcher
+from ._os.spawn import OwnedProcess, _LinuxProcess, open_owned_process
 from ._process_events import _ChildEvents
 from ._process_types import ExitStatus, ProcessSpec
-from ._spawn import OwnedProcess, _LinuxProcess, open_owned_process
-from ._watch import ChildWatcher
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -332,10 +332,10 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
     """
     proc = await _spawn(spec)
     agent = AgentProcess(proc, spec)
-    if _watch.AVAILABLE and isinstance(proc, _LinuxProcess):
+    if child_watch.AVAILABLE and isinstance(proc, _LinuxProcess):
         # One shared watcher instead of an exit task and a stderr task per child.
         try:
-            agent._watch(_watch.current_watcher(), proc)
+            agent._watch(child_watch.current_watcher(), proc)
             yield agent
         finally:
             with trio.CancelScope(shield=True):

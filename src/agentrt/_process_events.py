@@ -1,7 +1,7 @@
 """How an :class:`~agentrt._process.AgentProcess` learns of its child's exit, stderr and stdout.
 
 Two ways, one per platform: on Linux the run's one shared watcher
-(:mod:`agentrt._watch`) calls back on the pidfd, stderr and a parked stdout,
+(:mod:`agentrt._os.child_watch`) calls back on the pidfd, stderr and a parked stdout,
 with no task per child; elsewhere a shielded exit task and a stderr task per
 child.  A mixin, so the state stays on the process itself (no extra object
 between the read loop and the pipe).
@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import trio
 
+from ._os.child_watch import ChildWatcher
+from ._os.spawn import OwnedProcess, _LinuxProcess
 from ._process_types import ExitStatus, ProcessSpec
-from ._spawn import OwnedProcess, _LinuxProcess
-from ._watch import ChildWatcher
 
 __all__: list[str] = []
 

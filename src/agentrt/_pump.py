@@ -24,7 +24,7 @@ Exit is the end of the output, not EOF: a grandchild (an MCP server, a
 helper) may inherit stdout and hold it open for ever, so once the process has
 exited its stdout is read for at most ``exit_grace`` more seconds
 (:data:`EXIT_OUTPUT_GRACE` by default), then reading ends.  That deadline is
-a timer of the run's one watcher (:mod:`agentrt._watch`), not a task; and a
+a timer of the run's one watcher (:mod:`agentrt._os.child_watch`), not a task; and a
 :class:`Pump` can park while its owner is idle, so that an idle conversation
 holds no task of its own (its stdout waits in the watcher until it has data).
 """

@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> Any:
         _load_plugin_commands()
     if os.environ.get("AGENTRT_GC", "").strip().lower() != "default":
         # This process streams agent output for its whole life: see tune_gc.
-        from ._gc import tune_gc
+        from ._os.gc_tuning import tune_gc
 
         tune_gc()
     if os.environ.get("AGENTRT_MALLOC", "").strip().lower() != "default":
         # Nor give back and page in again a batch's worth of memory per batch: see tune_malloc.
-        from ._malloc import tune_malloc
+        from ._os.malloc_tuning import tune_malloc
 
         tune_malloc()
     return cli.main(args=argv, prog_name="agentrt")

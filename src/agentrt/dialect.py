@@ -69,7 +69,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 import attrs
 
-from ._lazyjson import JsonFragment
+from ._json.lazy_fields import JsonFragment
 from ._textdelta import make_text_delta as _make_text_delta
 from ._textdelta import text_delta_slots as text_delta_slots
 from .events import ControlRequest, Event, TextDelta

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Union, get_args
 import attrs
 
 from . import _eventjson
-from ._lazyjson import lazy_field
+from ._json.lazy_fields import lazy_field
 
 __all__ = [
     "Usage",

@@ -60,6 +60,11 @@ from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_fragment as parse_fragment
 from ._framing import parse_line as parse_line
+from ._os.spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
+from ._os.spawn import OwnedProcess as OwnedProcess
+from ._os.spawn import open_owned_process as open_owned_process
+from ._os.spawn_client import keep_warm as keep_spawn_servers
+from ._os.spawn_client import stop_servers as stop_spawn_servers
 from ._process import READ_SIZE as READ_SIZE
 from ._process import AgentProcess as AgentProcess
 from ._process import ExitStatus as ExitStatus
@@ -69,11 +74,6 @@ from ._pump import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
 from ._pump import MALFORMED_LINE as MALFORMED_LINE
 from ._pump import PumpResult as PumpResult
 from ._pump import pump_events as pump_events
-from ._spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
-from ._spawn import OwnedProcess as OwnedProcess
-from ._spawn import open_owned_process as open_owned_process
-from ._spawn_client import keep_warm as keep_spawn_servers
-from ._spawn_client import stop_servers as stop_spawn_servers
 from ._tap import RawTap as RawTap
 from ._tap import TapInfo as TapInfo
 from ._tap import TapSource as TapSource

@@ -45,7 +45,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._cli_sinks import apply_sink_choice, open_added_sinks, sink_options
-from ._fdwrite import OUTPUT_CLOSED, FdWriter
+from ._os.fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
 __all__ = [

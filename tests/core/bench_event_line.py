@@ -11,7 +11,7 @@ encoding every event with ``agentrt._eventjson.event_line`` is measured:
 * ``parse_encode``: every fragment parsed and encoded (the encoder before the
   pass-through; the baseline);
 * ``written_through``: fragments written as their own bytes when
-  ``agentrt._jsonpass.fragment_bytes`` passes them;
+  ``agentrt._json.fragment_passthrough.fragment_bytes`` passes them;
 * ``screen_only`` and ``loads_dumps``: just the check, and just
   ``orjson.dumps(orjson.loads(...))``, over every fragment of the mix.
 
@@ -53,7 +53,7 @@ def _decode(blob: bytes) -> list[Any]:
 
 
 def _fragments(events: list[Any]) -> list[Any]:
-    from agentrt._lazyjson import JsonFragment, stored_getter
+    from agentrt._json.lazy_fields import JsonFragment, stored_getter
     from agentrt.events import ToolResult, ToolUse
 
     getters = {ToolUse: stored_getter(ToolUse, "input"), ToolResult: stored_getter(ToolResult, "content")}
@@ -68,7 +68,7 @@ def _fragments(events: list[Any]) -> list[Any]:
 def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     """Interleave the contenders for ``rounds`` rounds; print every run and the summary."""
     from agentrt import _eventjson
-    from agentrt._jsonpass import fragment_bytes
+    from agentrt._json.fragment_passthrough import fragment_bytes
 
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", rounds))
     n_lines = int(os.environ.get("AGENTRT_BENCH_LINES", n_lines))

@@ -9,8 +9,8 @@ from contextlib import AsyncExitStack
 import pytest
 import trio
 
+from agentrt._os.child_watch import AVAILABLE, ChildWatcher, current_watcher
 from agentrt._process import ProcessSpec, open_process
-from agentrt._watch import AVAILABLE, ChildWatcher, current_watcher
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="the shared watcher uses epoll (Linux)")
 

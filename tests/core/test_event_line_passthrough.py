@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt._eventjson import event_line
-from agentrt._jsonpass import BUDGET, fragment_bytes
-from agentrt._lazyjson import stored_getter
+from agentrt._json.fragment_passthrough import BUDGET, fragment_bytes
+from agentrt._json.lazy_fields import stored_getter
 from agentrt._plugins import Plugins
 from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment
@@ -228,7 +228,7 @@ def test_the_corpus_tool_payloads_are_written_through_as_the_old_bytes() -> None
 
 
 def test_without_msgspec_every_fragment_is_parsed_and_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentrt import _jsonpass
+    from agentrt._json import fragment_passthrough as _jsonpass
 
     monkeypatch.setattr(_jsonpass, "_validate", None)  # as when msgspec is not installed
     assert not _check(_result, CANONICAL[2])

@@ -43,7 +43,7 @@ def _probe(mode: str, **env: str) -> dict[str, object]:
 
 
 def test_tune_gc_freezes_and_raises_the_young_threshold() -> None:
-    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+    from agentrt._os.gc_tuning import STREAMING_GEN0_THRESHOLD
 
     got = _probe("tune")
     assert got["previous"] == got["before"]
@@ -62,7 +62,7 @@ def test_tune_gc_refuses_a_nonsense_threshold() -> None:
 
 
 def test_the_agentrt_command_tunes_the_collector_unless_told_not_to() -> None:
-    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+    from agentrt._os.gc_tuning import STREAMING_GEN0_THRESHOLD
 
     tuned = _probe("cli")
     assert tuned["after"][0] == STREAMING_GEN0_THRESHOLD  # type: ignore[index]
@@ -77,7 +77,7 @@ def test_the_embedding_guide_snippet_runs_as_written() -> None:
     import re
     from pathlib import Path
 
-    from agentrt._gc import STREAMING_GEN0_THRESHOLD
+    from agentrt._os.gc_tuning import STREAMING_GEN0_THRESHOLD
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "embedding.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", guide, re.DOTALL) if "tune_gc" in b]

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from agentrt import open_conversation
+from agentrt._os.child_watch import AVAILABLE
 from agentrt._plugins import Plugins
-from agentrt._watch import AVAILABLE
 from agentrt.events import ProcessExited, TextDelta, TurnCompleted
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 

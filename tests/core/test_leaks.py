@@ -9,8 +9,8 @@ import sys
 import pytest
 import trio
 
+from agentrt._os.spawn_client import _SERVE_AFTER
 from agentrt._process import ProcessSpec, open_process
-from agentrt._spawn_client import _SERVE_AFTER
 from agentrt.testing import fixture_agent_argv
 from agentrt.testing._pids import our_children
 

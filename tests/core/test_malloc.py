@@ -24,7 +24,7 @@ if mode == "tune":
     import agentrt
     applied = agentrt.tune_malloc()
 elif mode == "cli":
-    import agentrt._malloc as chosen
+    import agentrt._os.malloc_tuning as chosen
     from agentrt import cli
     calls = []
     real = chosen.tune_malloc

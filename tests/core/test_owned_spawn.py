@@ -14,7 +14,8 @@ import uuid
 import pytest
 import trio
 
-from agentrt import _spawn_client, _spawn_server
+from agentrt._os import spawn_client as _spawn_client
+from agentrt._os import spawn_server as _spawn_server
 from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED, open_owned_process
 from agentrt.testing._pids import PidWatch
 
@@ -32,7 +33,7 @@ def _servers_from_the_first_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _owner(body: str, serve_after: int = 0) -> subprocess.Popen[str]:
     """A real owner process running ``body`` inside trio.run (``main`` is async)."""
-    head = "import os, sys, threading, trio\nfrom agentrt import _spawn_client as _sc\n"
+    head = "import os, sys, threading, trio\nfrom agentrt._os import spawn_client as _sc\n"
     head += f"_sc._SERVE_AFTER = {serve_after}\n"
     code = head + textwrap.dedent(body) + "\ntrio.run(main)\n"
     return subprocess.Popen(
@@ -80,7 +81,7 @@ def test_sigkill_of_the_owner_kills_its_child(path: str) -> None:
     # fallback where no server can run).
     owner = _owner(
         f"""
-        from agentrt import _spawn_client
+        from agentrt._os import spawn_client as _spawn_client
         from agentrt._process import ProcessSpec, open_process
         _spawn_client._broken = {path == "fork"}
 
@@ -129,7 +130,7 @@ def test_owner_dead_before_prctl_means_the_child_kills_itself() -> None:
     owner = _owner(
         f"""
         import subprocess
-        from agentrt import _spawn
+        from agentrt._os import spawn as _spawn
 
         async def main():
             popen = subprocess.Popen({SLEEPER!r}, preexec_fn=_spawn._die_with(os.getpid() + 1_000_000))
@@ -293,7 +294,7 @@ def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
     owner = _owner(
         """
         import errno, signal
-        from agentrt import _spawn_client
+        from agentrt._os import spawn_client as _spawn_client
         from agentrt.lowlevel import open_owned_process
         _spawn_client._SERVERS = 1
 
@@ -323,7 +324,7 @@ def test_a_child_starts_in_the_owners_current_directory(tmp_path: pathlib.Path) 
     owner = _owner(
         f"""
         import subprocess
-        from agentrt import _spawn_client
+        from agentrt._os import spawn_client as _spawn_client
         from agentrt.lowlevel import open_owned_process
 
         async def main():
@@ -440,7 +441,7 @@ def test_a_child_starts_clean_whatever_signals_its_owner_inherited(serve_after: 
     owner = textwrap.dedent(
         f"""
         import os, subprocess, trio
-        from agentrt import _spawn_client as _sc
+        from agentrt._os import spawn_client as _sc
         from agentrt.lowlevel import open_owned_process
         _sc._SERVE_AFTER = {serve_after}
 

@@ -13,8 +13,8 @@ import attrs
 import orjson
 import pytest
 
-from agentrt import _lazyjson
 from agentrt._eventjson import event_line
+from agentrt._json import lazy_fields as _lazyjson
 from agentrt._plugins import Plugins
 from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment

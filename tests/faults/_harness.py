@@ -15,7 +15,9 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt import LaunchSpec, _spawn_client, _watch
+from agentrt import LaunchSpec
+from agentrt._os import child_watch as _watch
+from agentrt._os import spawn_client as _spawn_client
 from agentrt._plugins import Plugins
 from agentrt.events import Event, RawEvent, TextDelta, TurnCompleted, TurnFailed, TurnStarted
 
@@ -154,10 +156,10 @@ class Recorder:
 def open_fds() -> int:
     """How many file descriptors this process has open, the long-lived ones started on demand left out.
 
-    The spawn servers (``agentrt._spawn_client``) start once per trio run, after
+    The spawn servers (``agentrt._os.spawn_client``) start once per trio run, after
     its first few spawns, and each keeps one socket until the run ends:
     run alone, the example that crossed that count saw them as its own leak.
-    The child watcher (``agentrt._watch``) starts at the run's first spawn and
+    The child watcher (``agentrt._os.child_watch``) starts at the run's first spawn and
     keeps one ``epoll`` descriptor until the trio run ends: a count taken
     before any spawn saw it as one more after (issue 28: 13 before, 14 after).
     Exactly those descriptors are left out; any other one still counts.

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from agentrt import _watch, open_conversation
+from agentrt import open_conversation
+from agentrt._os import child_watch as _watch
 from agentrt.events import Diagnostic, TurnCompleted
 
 from ._harness import (

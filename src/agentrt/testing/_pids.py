@@ -53,10 +53,10 @@ class PidWatch:
 def our_children() -> list[int]:
     """Pids of this process's children, alive or zombie, except the spawn servers that start them.
 
-    (The spawn servers of :mod:`agentrt._spawn_client` live as long as their
+    (The spawn servers of :mod:`agentrt._os.spawn_client` live as long as their
     owner; every other child should be gone once its owner stopped it.)  Linux only.
     """
-    from agentrt._spawn_client import server_pids
+    from agentrt._os.spawn_client import server_pids
 
     found: set[int] = set()
     for task in os.listdir("/proc/self/task"):

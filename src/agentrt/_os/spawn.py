@@ -16,8 +16,8 @@ starts its own spawner threads (and spawn servers) on first use.
 Setting the signal needs code between ``fork`` and ``exec``, which rules out
 ``vfork``; forking the owner itself (a large Python process, with the GIL
 held across the fork) cost milliseconds per child.  So children are started
-by spawn servers (:mod:`agentrt._spawn_server`, driven by
-:mod:`agentrt._spawn_client`): small single-threaded processes, themselves
+by spawn servers (:mod:`agentrt._os.spawn_server`, driven by
+:mod:`agentrt._os.spawn_client`): small single-threaded processes, themselves
 forked once from a spawner thread, that fork each child with ``CLONE_PARENT``.
 The child is then the *owner's* child, as if a spawner thread had forked it:
 the owner holds its pidfd, waits for it, and its death signal follows that
@@ -39,7 +39,7 @@ The spawn servers belong to the trio run that started them: when it ends
 (returns, raises or is cancelled) a system task of that run stops and reaps
 them, so nothing agentrt started outlives ``trio.run``; the children
 themselves are stopped by their owners' scopes.  ``keep_warm`` in
-:mod:`agentrt._spawn_client` (public as
+:mod:`agentrt._os.spawn_client` (public as
 ``agentrt.lowlevel.keep_spawn_servers``) keeps them across runs instead.
 
 Elsewhere than Linux there is no death signal: spawning goes through
@@ -64,7 +64,7 @@ from typing import Any, Protocol
 import outcome
 import trio
 
-from . import _spawn_client
+from . import spawn_client
 
 __all__ = ["OwnedProcess", "open_owned_process", "DEATH_SIGNAL_SUPPORTED"]
 
@@ -210,7 +210,7 @@ def _forget_spawner() -> None:
     global _jobs, _queue_lock
     _jobs = None
     _queue_lock = threading.Lock()
-    _spawn_client.forget()
+    spawn_client.forget()
 
 
 if DEATH_SIGNAL_SUPPORTED:
@@ -374,12 +374,12 @@ async def _server(index: int) -> socket.socket | None:
     sock: socket.socket | None
     if pending is not None:
         await pending.wait()
-        sock = _spawn_client.running(index)
-        if sock is not None or not _spawn_client.supported():
+        sock = spawn_client.running(index)
+        if sock is not None or not spawn_client.supported():
             return sock
     done = starts[index] = trio.Event()
     try:
-        sock = await _in_spawner(lambda: _spawn_client.ensure(index, _start_server))
+        sock = await _in_spawner(lambda: spawn_client.ensure(index, _start_server))
     finally:
         if starts.get(index) is done:
             del starts[index]
@@ -391,15 +391,15 @@ async def _from_server(
     argv: Sequence[str], env: Mapping[str, str], cwd: str | None, child: list[int], theirs: list[int]
 ) -> int | None:
     """Start the child through the spawn server; ``None``: fork it here instead (no server, large request)."""
-    if not _spawn_client.supported():
+    if not spawn_client.supported():
         return None
     # The servers are this run's: stopped and reaped when it ends.  Held from the
     # run's first spawn, so that the run's set of tasks does not change later.
-    _spawn_client.own_for_this_run()
-    if not _spawn_client.wanted():
+    spawn_client.own_for_this_run()
+    if not spawn_client.wanted():
         return None
-    index = _spawn_client.next_server()
-    sock = _spawn_client.running(index)
+    index = spawn_client.next_server()
+    sock = spawn_client.running(index)
     if sock is None:
         sock = await _server(index)
         if sock is None:
@@ -413,5 +413,5 @@ async def _from_server(
     # Not cancellable (as trio's own spawn): bounded, and a child started
     # after our caller left would have no owner to stop it.
     with trio.CancelScope(shield=True):
-        pid = await _spawn_client.spawn(sock, argv, env, cwd, fds)
+        pid = await spawn_client.spawn(sock, argv, env, cwd, fds)
     return pid

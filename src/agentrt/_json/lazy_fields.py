@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._jsonline import parse_fragment
+from .._jsonline import parse_fragment
 
 __all__ = ["JsonFragment", "lazy_field", "stored_getter"]
 

@@ -27,7 +27,7 @@ from typing import Literal
 
 import trio
 
-from .errors import AgentrtError
+from ..errors import AgentrtError
 
 __all__ = ["FdWriter", "OUTPUT_CLOSED"]
 

@@ -1,7 +1,7 @@
-"""The owner's side of the spawn server (:mod:`agentrt._spawn_server`): start it, ask it for children.
+"""The owner's side of the spawn server (:mod:`agentrt._os.spawn_server`): start it, ask it for children.
 
 The servers belong to the trio run that first used them: started on first
-use from a long-lived spawner thread of :mod:`agentrt._spawn` (the children's
+use from a long-lived spawner thread of :mod:`agentrt._os.spawn` (the children's
 death signal follows that thread), and stopped and reaped by a system task of
 that run when the run ends, however it ends (:func:`own_for_this_run`).  With
 several runs at once (one per thread), the last one to end stops them;
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from . import _spawn_server
+from . import spawn_server
 
 __all__ = [
     "spawn", "supported", "wanted", "server_pids", "next_server", "running", "ensure", "forget",
@@ -70,7 +70,7 @@ _keep_warm = False
 
 
 # Asked once per spawn: the platform's answer does not change.
-_PLATFORM_SUPPORTED = sys.platform == "linux" and os.uname().machine in _spawn_server._SYS_CLONE
+_PLATFORM_SUPPORTED = sys.platform == "linux" and os.uname().machine in spawn_server._SYS_CLONE
 
 
 def supported() -> bool:
@@ -199,7 +199,7 @@ def ensure(index: int, start: Callable[[list[str], int], subprocess.Popen[bytes]
             return None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            argv = [sys.executable, "-I", "-S", _spawn_server.__file__, str(theirs.fileno()), str(os.getpid())]
+            argv = [sys.executable, "-I", "-S", spawn_server.__file__, str(theirs.fileno()), str(os.getpid())]
             popen = start(argv, theirs.fileno())
         except OSError:
             ours.close()
