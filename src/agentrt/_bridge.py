@@ -140,7 +140,8 @@ class _AskTheClient:
         return (await self.decide(request))[0]
 
     async def decide(self, request: PermissionRequest) -> tuple[PermissionDecision, str]:
-        """The decision and who made it (recorded as ``by``): ``user``, ``always``, ``timeout``,
+        """The decision and who made it (recorded as ``by``): ``user``, ``user:always`` (the client chose to
+        allow always, as ``run`` records its ``a`` answer), ``always`` (covered by that answer), ``timeout``,
         ``ask_failed`` (its turn ended first), ``no_client`` (the client closed its input)."""
         if self._closed:
             return PermissionDecision(allow=False, message="the client closed its input"), "no_client"
@@ -161,12 +162,15 @@ class _AskTheClient:
         return PermissionDecision(allow=False, message="the client did not answer in time"), "timeout"
 
     def take(self, obj: Any) -> bool:
-        """True when ``obj`` answered one of our requests (the waiting policy call gets the decision)."""
+        """True when ``obj`` answered one of our requests (the waiting policy call gets the decision).
+
+        The outer codec's ``permission_answer`` gives ``(id, decision)`` or ``(id, decision, by)``.
+        """
         got = self._outer.permission_answer(obj)
         if got is None:
             return False
-        rid, decision = got
-        self._resolve(rid, decision, "user")
+        rid, decision, *by = got
+        self._resolve(rid, decision, by[0] if by else "user")
         return True
 
     def release_all(self, message: str) -> None:

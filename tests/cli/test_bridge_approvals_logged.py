@@ -39,7 +39,7 @@ def _env(tmp_path: Path, permissions: str | None) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "AGENTRT_CONFIG": str(config)}
 
 
-def _client(allow: bool) -> Any:
+def _client(kind: str) -> Any:
     from acp.interfaces import Client
     from acp.schema import AllowedOutcome, RequestPermissionResponse
 
@@ -56,22 +56,23 @@ def _client(allow: bool) -> Any:
             self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
         ) -> Any:
             self.asked.append(tool_call)
-            kind = "allow_once" if allow else "reject_once"
             option = next(o for o in options if o.kind == kind)
             return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option.option_id))
 
     return Answers()
 
 
-def _one_turn(env: dict[str, str], allow: bool) -> tuple[Any, str]:
+def _one_turn(env: dict[str, str], kind: str, turns: int = 1) -> tuple[Any, str]:
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 
     async def main() -> tuple[Any, str]:
-        client = _client(allow)
+        client = _client(kind)
         async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", "-a", "fx", env=env) as (conn, _):
             await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), BOUND)
             session = await asyncio.wait_for(conn.new_session(cwd=env["HOME"], mcp_servers=[]), BOUND)
-            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block("run it")]), BOUND)
+            for _ in range(turns):
+                prompt = conn.prompt(session_id=session.session_id, prompt=[text_block("run it")])
+                await asyncio.wait_for(prompt, BOUND)
         return client, session.session_id
 
     return asyncio.run(main())
@@ -92,20 +93,21 @@ def _conversations(env: dict[str, str]) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("permissions", "allow", "decision", "by", "text"),
+    ("permissions", "answer", "decision", "by", "text"),
     [
-        (None, True, "allow", "user", "allowed:echo hi"),
-        (None, False, "deny", "user", "denied:"),
-        ('{ allow = ["Bash(echo hi)"] }', False, "allow", "rule:config allow Bash(echo hi)", "allowed:echo hi"),
-        ('{ mode = "deny" }', True, "deny", "mode:deny (config)", "denied:"),
+        (None, "allow_once", "allow", "user", "allowed:echo hi"),
+        (None, "reject_once", "deny", "user", "denied:"),
+        (None, "allow_always", "allow", "user:always", "allowed:echo hi"),
+        ('{ allow = ["Bash(echo hi)"] }', "reject_once", "allow", "rule:config allow Bash(echo hi)", "allowed:echo hi"),
+        ('{ mode = "deny" }', "allow_once", "deny", "mode:deny (config)", "denied:"),
     ],
-    ids=["client-allows", "client-denies", "agent-rule", "agent-mode"],
+    ids=["client-allows", "client-denies", "client-always", "agent-rule", "agent-mode"],
 )
 def test_each_bridge_decision_is_in_logs_approvals(
-    tmp_path: Path, permissions: str | None, allow: bool, decision: str, by: str, text: str
+    tmp_path: Path, permissions: str | None, answer: str, decision: str, by: str, text: str
 ) -> None:
     env = _env(tmp_path, permissions)
-    client, sid = _one_turn(env, allow)
+    client, sid = _one_turn(env, answer)
     assert client.text.startswith(text), client.text
     assert len(client.asked) == (0 if permissions else 1)
     rows = _approvals(env)
@@ -118,10 +120,19 @@ def test_each_bridge_decision_is_in_logs_approvals(
     assert row["conversation_id"] in _conversations(env)
 
 
+def test_allow_always_is_recorded_as_run_records_its_a_answer(tmp_path: Path) -> None:
+    # run records its "a" answer by "user:always" and what that answer covers later by "always".
+    env = _env(tmp_path, None)
+    client, _sid = _one_turn(env, "allow_always", turns=2)
+    assert len(client.asked) == 1  # the second turn's request is covered by the first answer
+    rows = sorted(_approvals(env), key=lambda r: r["at"])
+    assert [(r["decision"], r["by"]) for r in rows] == [("allow", "user:always"), ("allow", "always")], rows
+
+
 def test_logs_disabled_records_no_decision(tmp_path: Path) -> None:
     env = _env(tmp_path, None)
     config = Path(env["AGENTRT_CONFIG"])
     config.write_text("[logs]\nenabled = false\n" + config.read_text())
-    client, _sid = _one_turn(env, True)
+    client, _sid = _one_turn(env, "allow_once")
     assert client.text.startswith("allowed:echo hi")
     assert _approvals(env) == []

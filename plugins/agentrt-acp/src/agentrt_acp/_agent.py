@@ -257,8 +257,11 @@ class AcpAgentCodec(AgentCodec):
         """
         return self._asker.ask(self._session or "", request)
 
-    def permission_answer(self, obj: Any) -> tuple[str, PermissionDecision] | None:
-        """``(id, decision)`` when ``obj`` answers one of our permission requests (chosen by option kind)."""
+    def permission_answer(self, obj: Any) -> tuple[str, PermissionDecision, str] | None:
+        """``(id, decision, by)`` when ``obj`` answers one of our permission requests (chosen by option kind).
+
+        ``by`` is ``user:always`` for an ``allow_always`` answer, else ``user``.
+        """
         return self._asker.answer(obj)
 
     def drain_output(self) -> list[dict[str, Any]]:

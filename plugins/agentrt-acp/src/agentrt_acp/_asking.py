@@ -5,7 +5,8 @@ through a permission policy; on the ACP agent side that policy is the client.
 :class:`PermissionAsker` builds the request, reads the client's response and
 turns the chosen option into a :class:`~agentrt.permissions.PermissionDecision`.
 The options are ours, so their ids are their kinds; an ``allow_always`` answer
-is remembered per tool name for the rest of the process.
+is remembered per tool name for the rest of the process, and said to be the
+client's "always" (recorded ``by="user:always"``, as ``run`` records its ``a``).
 """
 
 from __future__ import annotations
@@ -80,8 +81,12 @@ class PermissionAsker:
         params = {"sessionId": session_id, "toolCall": tool_call, "options": [dict(o) for o in OPTIONS]}
         return rid, {"jsonrpc": "2.0", "id": rid, "method": "session/request_permission", "params": params}
 
-    def answer(self, obj: Any) -> tuple[str, PermissionDecision] | None:
-        """``(id, decision)`` when ``obj`` is the client's response to one of our requests, else ``None``."""
+    def answer(self, obj: Any) -> tuple[str, PermissionDecision, str] | None:
+        """``(id, decision, by)`` when ``obj`` is the client's response to one of our requests, else ``None``.
+
+        ``by`` is who decided, as ``agentrt logs --approvals`` records it: ``user:always`` for an
+        ``allow_always`` answer (the words ``run`` records for its ``a`` answer), ``user`` otherwise.
+        """
         if not isinstance(obj, dict) or "method" in obj:
             return None
         rid = obj.get("id")
@@ -91,7 +96,8 @@ class PermissionAsker:
         error = obj.get("error")
         if error is not None:
             message = error.get("message") if isinstance(error, dict) else None
-            return rid, PermissionDecision(allow=False, message=f"the ACP client failed the request: {message}")
+            denied = PermissionDecision(allow=False, message=f"the ACP client failed the request: {message}")
+            return rid, denied, "user"
         result = obj.get("result")
         outcome = result.get("outcome") if isinstance(result, dict) else None
         outcome = outcome if isinstance(outcome, dict) else {}
@@ -99,9 +105,10 @@ class PermissionAsker:
         if outcome.get("outcome") == "selected" and option in _KINDS:
             if option == "allow_always":
                 self._always.add(tool)
-            if option in ("allow_once", "allow_always"):
-                return rid, PermissionDecision(allow=True)
-            return rid, PermissionDecision(allow=False, message="rejected by the ACP client")
+                return rid, PermissionDecision(allow=True), "user:always"
+            if option == "allow_once":
+                return rid, PermissionDecision(allow=True), "user"
+            return rid, PermissionDecision(allow=False, message="rejected by the ACP client"), "user"
         if outcome.get("outcome") == "cancelled":
-            return rid, PermissionDecision(allow=False, message="the prompt was cancelled")
-        return rid, PermissionDecision(allow=False, message="the ACP client chose no option we offered")
+            return rid, PermissionDecision(allow=False, message="the prompt was cancelled"), "user"
+        return rid, PermissionDecision(allow=False, message="the ACP client chose no option we offered"), "user"
