@@ -1,0 +1,105 @@
+"""The live projection in-process: Markdown frames while a reply streams, tool steps by id, closed at the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import trio
+
+from agentrt.events import TextDelta, ToolUse, TurnCompleted, TurnFailed, TurnStarted
+from agentrt_web._chat import MD_INTERVAL, WebSink
+from agentrt_web._hub import Hub
+from agentrt_web._render import utf16_len
+
+from .test_server import batch
+
+
+def messages(frame: bytes) -> list[dict[str, Any]]:
+    data = frame.split(b"data: ", 1)[1]
+    return list(orjson.loads(data)["m"])
+
+
+async def test_markdown_frames_while_streaming(autojump_clock: Any) -> None:
+    hub = Hub()
+    sub = hub.subscribe("thread:t")
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        start = trio.current_time()
+        await sink.handle(batch(TextDelta(text="**bold** 🙂 and ")))
+        await sink.handle(batch(TextDelta(text="<script>x</script> more")))
+        got: list[dict[str, Any]] = []
+        while not any(m["k"] == "md" for m in got):
+            got += messages(await sub.receive.receive())
+        # The first words went out as text at once; the rendering followed one interval later.
+        assert trio.current_time() - start >= MD_INTERVAL
+        md = next(m for m in got if m["k"] == "md")
+        text = "**bold** 🙂 and <script>x</script> more"
+        assert md["html"] == "<p><strong>bold</strong> 🙂 and &lt;script&gt;x&lt;/script&gt; more</p>\n"
+        assert md["n"] == utf16_len(text) == len(text) + 1  # the emoji is two code units in a page
+        assert "".join(m["text"] for m in got if m["k"] == "text") == text
+        # Nothing more to render: no frame until the next text.
+        with trio.move_on_after(10 * MD_INTERVAL):
+            await sub.receive.receive()
+            raise AssertionError("a rendering without new text")
+        await sink.handle(batch(TurnCompleted()))
+        done = messages(await sub.receive.receive())
+        assert done[-1]["k"] == "done" and "<strong>bold</strong>" in done[-1]["html"]
+
+
+async def test_no_markdown_frame_after_the_turn_ended(autojump_clock: Any) -> None:
+    hub = Hub()
+    sub = hub.subscribe("thread:t")
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        await sink.handle(batch(TextDelta(text="short"), TurnCompleted()))
+        await trio.sleep(10 * MD_INTERVAL)
+        kinds = []
+        while True:
+            try:
+                kinds += [m["k"] for m in messages(sub.receive.receive_nowait())]
+            except trio.WouldBlock:
+                break
+        assert kinds == ["turn_started", "text", "done"]
+
+
+async def test_tool_steps_are_one_per_call_and_close_with_the_turn() -> None:
+    hub = Hub()
+    sub = hub.subscribe("thread:t")
+    sink = WebSink(hub, "t")
+    await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+    await sink.handle(batch(ToolUse(id="u1", name="Bash", input={}, summary="Running command")))
+    await sink.handle(batch(ToolUse(id="u1", name="Bash", input={"command": "git status"})))  # no summary
+    await sink.handle(batch(ToolUse(id="u2", name="mcp__fs__Read", input={"file_path": "/a/b/notes.md"})))
+    assert [(s["id"], s["label"]) for s in sink.live.steps] == [("u1", "Running: git status"),
+                                                                 ("u2", "Reading notes.md")]
+    await sink.handle(batch(TurnFailed(code="exit_before_result", message="the agent exited (status 1)")))
+    frames = []
+    while True:
+        try:
+            frames += messages(sub.receive.receive_nowait())
+        except trio.WouldBlock:
+            break
+    tools = [m for m in frames if m["k"] == "tool"]
+    assert [m["label"] for m in tools] == ["Running command", "Running: git status", "Reading notes.md"]
+    end = frames[-1]
+    assert end["k"] == "failed" and end["steps"] == ["u1", "u2"] and end["step_state"] == "stopped"
+    assert end["message"] == "the agent exited (status 1)"
+
+
+async def test_no_rendering_while_no_page_watches(autojump_clock: Any) -> None:
+    hub = Hub()
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        await sink.handle(batch(TextDelta(text="**nobody** reads this")))
+        await trio.sleep(10 * MD_INTERVAL)
+        assert hub.last_id("thread:t").endswith(":2")  # turn_started and text: no md frame
+        sub = hub.subscribe("thread:t", hub.last_id("thread:t"))
+        await sink.handle(batch(TextDelta(text=" yet")))
+        got: list[dict[str, Any]] = []
+        while not any(m["k"] == "md" for m in got):
+            got += messages(await sub.receive.receive())
+        assert got[-1]["html"] == "<p><strong>nobody</strong> reads this yet</p>\n"
