@@ -302,7 +302,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         if mode and mode != "default":
             spec = attrs.evolve(spec, prefix_args=(*spec.prefix_args, "--permission-mode", mode))
         return open_conversation(
-            spec, plugins=plugins, resume=resume, cwd=cwd, parent_env=inner_env, permission_policy=policy
+            spec, plugins=plugins, resume=resume, cwd=cwd, parent_env=inner_env, permission_policy=policy,
+            first_output_timeout=resolved.first_output_timeout,
         )
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:

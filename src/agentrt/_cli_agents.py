@@ -238,6 +238,8 @@ def add_cmd(
         table["remote_api_opt_in"] = True
     if preset is not None:
         table["preset"] = preset
+        if PRESETS[preset].first_output_timeout is not None:  # a slow starter: the bound it needs, editable
+            table["first_output_timeout"] = PRESETS[preset].first_output_timeout
     _save(name, table, make_default=make_default, replace=replace)
     for note in notes:
         click.echo(f"agentrt: note: {note}")

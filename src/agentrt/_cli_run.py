@@ -166,7 +166,7 @@ def run(
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
     status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout,
-                      policy, conversation_id, asker, extra)
+                      policy, conversation_id, asker, extra, resolved.first_output_timeout)
     sys.exit(status)
 
 
@@ -206,6 +206,7 @@ async def _run(
     conversation_id: str | None = None,
     asker: PausingAsker | None = None,
     extra_sinks: list[Any] | None = None,
+    first_output: Any = "env",
 ) -> int:
     import trio
 
@@ -248,7 +249,7 @@ async def _run(
     async def converse() -> tuple[Any, str | None, Any]:
         async with open_conversation(
             launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env,
-            permission_policy=policy, conversation_id=conversation_id,
+            permission_policy=policy, conversation_id=conversation_id, first_output_timeout=first_output,
         ) as conv:
             # Nobody reads the reply any more once stdout is closed: stop the turn
             # (leaving the block stops and reaps the agent).

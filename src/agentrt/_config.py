@@ -56,8 +56,11 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 # pattern in parentheses: `Read`, `mcp__fs__*`, `Bash(git status:*)`.
 _TOOL_PATTERN_RE = re.compile(r"[A-Za-z0-9_.:*-]{1,128}(\([^\x00-\x1f\x7f]{0,512}\))?")
 _AGENT_KEYS = frozenset(
-    {"executable", "args", "env", "protocol", "model", "permissions", "remote_api_opt_in", "partial_messages", "preset"}
+    {"executable", "args", "env", "protocol", "model", "permissions", "remote_api_opt_in", "partial_messages", "preset",
+     "first_output_timeout"}
 )
+#: The largest ``first_output_timeout`` a table may set (an hour: beyond it, 0 says "no bound" plainly).
+MAX_FIRST_OUTPUT_TIMEOUT = 3600.0
 _TOP_KEYS = frozenset({"default_agent", "agents", "logs", "sinks"})
 _LOCATION_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
@@ -91,6 +94,9 @@ class AgentConfig:
     """``false``: no live deltas (stream-json: no ``--include-partial-messages``)."""
     preset: str | None = None
     """The preset ``agents add --preset`` filled the table from (it says which env variables the agent reads)."""
+    first_output_timeout: float | None = None
+    """Seconds a new process of the agent has to write its first recognised line after the prompt
+    (``0``: no bound; ``None``: not set, the preset's or the default applies)."""
     line: int = 1
     """The line of the table's header in the file (for error messages)."""
 
@@ -125,6 +131,10 @@ class ResolvedAgent:
     name: str | None = None
     permissions: Permissions | None = None
     config: Config
+    first_output_timeout: float | Literal["env"] | None = "env"
+    """What to pass ``open_conversation(first_output_timeout=...)``: the agent's ``first_output_timeout``
+    (else its preset's; ``None``: no bound), or ``"env"`` (``AGENTRT_FIRST_OUTPUT_TIMEOUT`` is set,
+    and wins, or nothing is configured: the default)."""
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -273,9 +283,17 @@ def _agent(cfg: Config, lines: Sequence[str], name: str, table: Any, env: Mappin
     preset = table.get("preset")
     if preset is not None and preset not in _preset_names():
         raise bad("preset", f"{where}.preset must be one of {', '.join(_preset_names())}")
+    first_output = table.get("first_output_timeout")
+    if first_output is not None and (
+        isinstance(first_output, bool) or not isinstance(first_output, (int, float))
+        or not 0 <= first_output <= MAX_FIRST_OUTPUT_TIMEOUT  # NaN fails this too
+    ):
+        raise bad("first_output_timeout", f"{where}.first_output_timeout must be a number of seconds from 0 "
+                                          f"(no bound) to {MAX_FIRST_OUTPUT_TIMEOUT:g}")
     return AgentConfig(name=name, executable=exe, found=found, args=args, env=entries, protocol=protocol,
                        model=model, permissions=permissions, remote_api_opt_in=opt_in, partial_messages=partial,
-                       preset=preset, line=header)
+                       preset=preset, line=header,
+                       first_output_timeout=None if first_output is None else float(first_output))
 
 
 def _preset_names() -> tuple[str, ...]:
@@ -431,4 +449,20 @@ def resolve_agent(
     return ResolvedAgent(
         launch=launch, name=agent.name if agent else None,
         permissions=agent.permissions if agent else None, config=cfg,
+        first_output_timeout=_first_output(env, agent),
     )
+
+
+def _first_output(env: Mapping[str, str], agent: AgentConfig | None) -> float | Literal["env"] | None:
+    """The agent's first-output bound: ``AGENTRT_FIRST_OUTPUT_TIMEOUT`` wins, then the table's, then its preset's."""
+    if agent is None or _set(env, "AGENTRT_FIRST_OUTPUT_TIMEOUT"):
+        return "env"
+    seconds = agent.first_output_timeout
+    if seconds is None and agent.preset is not None:
+        from ._presets import PRESETS
+
+        preset = PRESETS.get(agent.preset)
+        seconds = preset.first_output_timeout if preset is not None else None
+    if seconds is None:
+        return "env"
+    return seconds or None

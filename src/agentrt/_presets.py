@@ -37,6 +37,9 @@ class Preset:
     """For an npm wrapper script: the platform binary beside it (``{os}``/``{arch}`` filled in), preferred."""
     needs_claude: bool = False
     """Set ``CLAUDE_CODE_EXECUTABLE`` to the Claude Code CLI found the same way."""
+    first_output_timeout: float | None = None
+    """Seconds the agent gets to write its first line after a prompt (``agents add`` saves it as the
+    table's ``first_output_timeout``; ``None``: the default, 30 s, is enough)."""
 
 
 _ANTHROPIC = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -56,6 +59,8 @@ PRESETS: dict[str, Preset] = {
         # Without it Gemini CLI starts itself again as a child (a bigger heap): one process is
         # what agentrt stops, cancels and reaps.
         env={"GEMINI_CLI_NO_RELAUNCH": "true"},
+        # It answers initialize in 5 s on an idle machine, 11-20+ s on a busy one: 30 s is too tight.
+        first_output_timeout=120,
     ),
     # codex-acp speaks ACP on stdio with no argument; npm's codex-acp is a node wrapper that
     # runs the platform binary with spawnSync (a signal to it does not reach the binary).
@@ -74,6 +79,9 @@ PRESETS: dict[str, Preset] = {
         reads_env=(*_ANTHROPIC, "CLAUDE_CODE_EXECUTABLE"),
         runner="node",
         needs_claude=True,
+        # Node, the adapter, then Claude Code: its first reply took 1.1-2.3 s idle, so 30 s is only
+        # ~13 times that; a busy machine slows Gemini's start ~9-fold (above).
+        first_output_timeout=60,
     ),
 }
 """Every preset, by name."""

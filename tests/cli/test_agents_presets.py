@@ -83,7 +83,7 @@ def test_each_preset_fills_protocol_args_and_env_from_a_dir(tmp_path: Path) -> N
     }
     assert agents["gemini"] == {
         "executable": real["gemini"], "args": ["--acp"], "protocol": "acp", "preset": "gemini",
-        "env": {"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_API_KEY": "g-key-value"},
+        "env": {"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_API_KEY": "g-key-value"}, "first_output_timeout": 120,
     }
     native = tmp_path / "node_modules" / "@zed-industries" / "codex-acp-linux-x64" / "bin" / "codex-acp"
     assert agents["codex-acp"] == {
@@ -92,7 +92,7 @@ def test_each_preset_fills_protocol_args_and_env_from_a_dir(tmp_path: Path) -> N
     }
     assert agents["claude-agent-acp"] == {
         "executable": real["node"], "args": [real["claude-agent-acp"]], "protocol": "acp",
-        "preset": "claude-agent-acp",
+        "preset": "claude-agent-acp", "first_output_timeout": 60,
         "env": {"ANTHROPIC_API_KEY": secret, "CLAUDE_CODE_EXECUTABLE": real["claude"]},
     }
     # Every saved agent resolves (the file is valid and each executable passes the launch contract).

@@ -226,7 +226,8 @@ async def _chat(
                                      approval or {})
     async with open_conversation(launch, plugins=plugins, resume=resume, sinks=sinks,
                                  parent_env=env, permission_policy=policy,
-                                 conversation_id=policy.conversation_id) as conv:
+                                 conversation_id=policy.conversation_id,
+                                 first_output_timeout=resolved.first_output_timeout) as conv:
         label = f"thread {thread_name}" if thread_name else "chat"
         resumed = f", resuming {resume}" if resume else ""
         stopped_by: list[int] = []

@@ -31,6 +31,8 @@ class ThreadAgent:
     name: str | None
     launch: Any
     permissions: Any = None
+    first_output_timeout: Any = "env"
+    """``open_conversation``'s ``first_output_timeout`` for it (the agent's ``first_output_timeout``)."""
 
     @property
     def label(self) -> str:
@@ -85,7 +87,8 @@ class WebAgents:
             kwargs: dict[str, Any] = {} if self._config is None else {"config": self._config}
             resolved = resolve_agent(self._env, name, **kwargs)
             agent = self._resolved[name] = ThreadAgent(
-                name=resolved.name, launch=resolved.launch, permissions=resolved.permissions)
+                name=resolved.name, launch=resolved.launch, permissions=resolved.permissions,
+                first_output_timeout=resolved.first_output_timeout)
         return agent
 
     def label(self, name: str | None) -> str:

@@ -327,7 +327,8 @@ class ChatManager:
         try:
             async with open_conversation(launch, plugins=self.plugins, resume=resume, sinks=sinks,
                                          parent_env=self.env, term_grace=self.term_grace,
-                                         permission_policy=policy, conversation_id=policy.conversation_id) as conv:
+                                         permission_policy=policy, conversation_id=policy.conversation_id,
+                                         first_output_timeout=agent.first_output_timeout) as conv:
                 live.conv = conv
                 started = True
                 task_status.started()

@@ -108,7 +108,8 @@ async def serve_web(
     config.keep_alive_timeout = 5.0
 
     async with trio.open_nursery() as nursery:
-        agents = WebAgents(ThreadAgent(name=resolved.name, launch=launch, permissions=resolved.permissions),
+        agents = WebAgents(ThreadAgent(name=resolved.name, launch=launch, permissions=resolved.permissions,
+                                       first_output_timeout=resolved.first_output_timeout),
                            env, resolved.config)
         chats = ChatManager(nursery, plugins=plugins, env=env, hub=hub, store=store, launch=launch,
                             term_grace=options.term_grace, agent=resolved.name, approval=options.approval,
