@@ -186,7 +186,6 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     import orjson
 
     from agentrt import Plugins
-    from agentrt.dialect import decodes_lines
     from agentrt.lowlevel import JsonlReader, TurnRules
 
     plugins = Plugins(autoload=True)
@@ -195,28 +194,24 @@ def inprocess_costs(blob: bytes, protocol: str, repeat: int = 5) -> dict[str, fl
     chunks = [blob[i : i + 65536] for i in range(0, len(blob), 65536)]
 
     def host() -> float:
-        # As the pump does: the chunk's lines to decode_lines when the codec takes them.
+        # As the pump does: each chunk's lines to the codec's decode_lines.
         rules = TurnRules()
         rules.input_sent()  # a turn was sent: no output_before_input path
-        codec = dialect.host_codec()
-        if not decodes_lines(codec):
-            return batch_host(codec, rules)
-        return _lines_cpu(codec, chunks, rules.apply)
+        return _lines_cpu(dialect.host_codec(), chunks, rules.apply)
 
-    def batch_host(codec: Any = None, rules: Any = None) -> float:
-        # The framing's parse (a codec's line_loader when it has one, else orjson) and
-        # decode_batch: the path of a codec without decode_lines, and for awp-jsonl and
-        # stream-json the plain parse their decode_lines is measured against.
-        if rules is None:
-            rules = TurnRules()
-            rules.input_sent()
-        codec = codec or dialect.host_codec()
-        reader = JsonlReader(codec.line_loader)
+    def batch_host() -> float:
+        # The plain parse (orjson over every line of a chunk) and decode per object:
+        # what a codec's decode_lines is measured against.
+        rules = TurnRules()
+        rules.input_sent()
+        codec = dialect.host_codec()
+        decode = codec.decode
+        reader = JsonlReader()
         t0 = time.process_time()
         for chunk in chunks:
             objs = reader.feed(chunk)
-            if objs:  # as the pump does: one batch call when every line parsed
-                rules.apply(codec.decode_batch(objs))
+            if objs:
+                rules.apply([ev for obj in objs for ev in decode(obj)])
         return time.process_time() - t0
 
     def floor() -> float:
@@ -324,7 +319,7 @@ def mix_lines_costs(blob: bytes, repeat: int = 5) -> dict[str, float]:
         for chunk in chunks:
             objs = reader.feed(chunk)
             if objs:
-                codec.decode_batch(objs)
+                [ev for obj in objs for ev in codec.decode(obj)]
         return time.process_time() - t0
 
     best_lines = best_plain = float("inf")
@@ -391,7 +386,7 @@ def held_event_bytes(blob: bytes, protocol: str) -> dict[str, float]:
             if typed:  # the host path: the chunk's lines to decode_lines
                 events.extend(codec.decode_lines(reader.feed_lines(chunk), general))
             else:
-                events.extend(codec.decode_batch(reader.feed(chunk)))
+                events.extend(ev for obj in reader.feed(chunk) for ev in codec.decode(obj))
         used = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
         texts.append(sum(sys.getsizeof(ev.text) for ev in events if hasattr(ev, "text")) / len(events))

@@ -95,12 +95,13 @@ class JsonlReader:
     Any chunking of the same bytes yields the same sequence of objects (and,
     for an oversize line, the same objects before the error).
 
-    ``loads`` replaces ``orjson.loads`` as the first parse of each line: a host
-    codec's :attr:`~agentrt.dialect.HostCodec.line_loader` (a typed decoder for
-    its hot line shapes, returning objects its own ``decode`` understands).
-    It must raise :class:`ValueError` for a line it cannot parse; that line
-    then takes the lenient path as usual, yielding a generic object or a
-    :class:`Malformed` marker.
+    ``loads`` replaces ``orjson.loads`` as the first parse of each line (a
+    typed decoder for known line shapes, say).  It must raise
+    :class:`ValueError` for a line it cannot parse; that line then takes the
+    lenient path as usual, yielding a generic object or a :class:`Malformed`
+    marker.  The host path does not use it: it reads with :meth:`feed_lines`
+    and leaves the lines to the codec's
+    :meth:`~agentrt.dialect.HostCodec.decode_lines`.
 
     ``max_line_bytes`` is the longest line accepted.  ``on_oversize`` says
     what a longer line is: ``"raise"`` (the host's stdout, the default)

@@ -41,7 +41,7 @@ import trio
 from ._exceptions import collapse_single_group
 from ._framing import JsonlReader, Malformed, OutputOversize
 from ._process import READ_SIZE, AgentProcess
-from .dialect import HostCodec, decodes_lines
+from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import Diagnostic, Event
 
@@ -149,13 +149,13 @@ async def pump_events(
 ) -> PumpResult:
     """Read ``proc``'s stdout until it ends, handing each chunk's events to ``on_events``.
 
-    * Every complete line is parsed by the framing (the codec's
-      :attr:`~agentrt.dialect.HostCodec.line_loader` first) and decoded, or,
-      for a codec that overrides :meth:`~agentrt.dialect.HostCodec.decode_lines`,
-      a chunk's lines go to it unparsed and it hands back the lines it does not take;
-      a line that is not JSON is a ``malformed_output_line`` diagnostic in
-      its place.  ``on_events`` gets one list per chunk that completed a line, in order
-      (possibly empty: lines that decode to nothing).
+    * A chunk's complete lines go to the codec's one decode method,
+      :meth:`~agentrt.dialect.HostCodec.decode_lines`, as bytes; the lines it
+      does not take itself are parsed by the framing and given to
+      :meth:`~agentrt.dialect.HostCodec.decode`, and a line that is not JSON
+      is a ``malformed_output_line`` diagnostic in its place.  ``on_events``
+      gets one list per chunk that completed a line, in order (possibly
+      empty: lines that decode to nothing).
     * A line past :data:`~agentrt.lowlevel.MAX_LINE_BYTES`: ``on_oversize``
       gets the events of the lines before it in the same chunk and answers
       whether to read on (with fresh framing, the rest of the long line then
@@ -194,6 +194,41 @@ async def pump_events(
     return PumpResult(eof=not cut and not oversize, oversize=bool(oversize))
 
 
+class _ReadSize:
+    """How much the next read asks for, and the stdout pipe's size: grown for bulk output, given back once paced.
+
+    See the module docstring: the pipe grows to :data:`BULK_READ_SIZE` at the
+    first full read, reads are that big only while full reads bring big lines,
+    and a read under ``_PACED_BYTES`` gives the pipe its own size back.
+    """
+
+    __slots__ = ("_bulk", "_original", "size")
+
+    def __init__(self) -> None:
+        self.size = READ_SIZE
+        # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
+        # not grow, 0 until output comes in full reads; ``_original`` the size it had.
+        self._bulk = self._original = 0
+
+    def after_read(self, got: int, fd: Callable[[], int | None]) -> bool:
+        """Resize the pipe after a read of ``got`` bytes (``fd()`` gives its descriptor); whether the read was full."""
+        full = got == self.size
+        if full and not self._bulk:  # the agent writes faster than we read: a bigger pipe
+            pipe = fd()
+            self._original = original = _pipe_size(pipe) or 0
+            grown = _pipe_size(pipe, BULK_READ_SIZE) if original else None
+            self._bulk = grown if grown is not None and grown > READ_SIZE else READ_SIZE
+        elif self._bulk > READ_SIZE and got < _PACED_BYTES and _pipe_size(fd(), self._original) is not None:
+            # Paced again: the pages went back (the kernel counts them per user,
+            # and an agent may stream for hours); the next burst grows it again.
+            self._bulk = 0
+        return full
+
+    def after_lines(self, full: bool, got: int, lines: int) -> None:
+        """Set the next read's size from the read's ``lines``: bulk only while full reads bring big lines."""
+        self.size = self._bulk if full and lines * _BULK_LINE_BYTES <= got else READ_SIZE
+
+
 class Pump:
     """The read loop of :func:`pump_events` as an object that can pause while idle.
 
@@ -222,18 +257,10 @@ class Pump:
         self._on_events = on_events
         self._on_oversize = on_oversize
         self._on_send_error = on_send_error
-        # A codec that decodes whole chunks of lines gets them unparsed (see
-        # HostCodec.decode_lines); its general lines are parsed as plain JSON.
-        self._lines = decodes_lines(codec)
-        self._reader = self._new_reader()
-        self._seen_malformed = 0
-        self._size = READ_SIZE
-        self._bulk = self._original = 0
+        self._reader = JsonlReader()
+        self._read_size = _ReadSize()
         #: True when the run's watcher ends the output after the exit grace (no timer task needed).
         self.timed_by_watcher = proc.end_output_after_exit(exit_grace)
-
-    def _new_reader(self) -> JsonlReader:
-        return JsonlReader(None if self._lines else self._codec.line_loader)
 
     async def run(
         self, park: Callable[[], bool] | None = None, idle: Callable[[], bool] | None = None
@@ -249,95 +276,66 @@ class Pump:
         cut = self._proc.output_cut
         return PumpResult(eof=not cut and not oversize, oversize=oversize)
 
+    def _general(self, line: bytes) -> list[Event]:
+        # decode_lines' way out for a line its codec does not take: the framing's
+        # rules (a malformed line counted by the current reader), then decode.
+        return decode_objects(self._codec, self._reader.parse(line))
+
     async def _read(self, park: Callable[[], bool] | None, idle: Callable[[], bool] | None = None) -> bool | None:
         """The loop itself; True when it stopped at an oversize line, None when parked."""
         proc = self._proc
-        codec = self._codec
         on_events = self._on_events
-        on_oversize = self._on_oversize
-        on_send_error = self._on_send_error
-        reader = self._reader
-        decode_batch = codec.decode_batch
-        lines_mode = self._lines
-        decode_lines = codec.decode_lines
-        drain = codec.drain_output
-        seen_malformed = self._seen_malformed
-        size = self._size
-        # The read size of bulk output: the grown pipe's size, READ_SIZE where it could
-        # not grow, 0 until output comes in full reads; ``original`` the size it had.
-        bulk, original = self._bulk, self._original
-
-        def general(line: bytes) -> list[Event]:
-            # decode_lines' way out for a line its codec does not take: the framing's
-            # rules (a malformed line counted by the current reader), then decode.
-            return decode_objects(codec, reader.parse(line))
-
-        feed = reader.feed_lines if lines_mode else reader.feed
+        decode = self._codec.decode_lines
+        general = self._general
+        drain = self._codec.drain_output
+        sizer = self._read_size
+        fd = proc.stdout_fileno
+        feed = self._reader.feed_lines
         while True:
-            chunk = await proc.receive_some(size)
+            chunk = await proc.receive_some(sizer.size)
             if not chunk:
                 break
-            full = len(chunk) == size
-            if full and not bulk:  # the agent writes faster than we read: a bigger pipe
-                fd = proc.stdout_fileno()
-                original = _pipe_size(fd) or 0
-                grown = _pipe_size(fd, BULK_READ_SIZE) if original else None
-                bulk = grown if grown is not None and grown > READ_SIZE else READ_SIZE
-            elif (
-                bulk > READ_SIZE
-                and len(chunk) < _PACED_BYTES
-                and _pipe_size(proc.stdout_fileno(), original) is not None
-            ):
-                # Paced again: the pages went back (the kernel counts them per user,
-                # and an agent may stream for hours); the next burst grows it again.
-                bulk = 0
+            full = sizer.after_read(len(chunk), fd)
             try:
-                objs = feed(chunk)
+                lines = feed(chunk)
             except OutputOversize as exc:
-                # What complete lines preceded the oversize one still counts.
-                before = decode_lines(exc.objects, general) if lines_mode else decode_objects(codec, exc.objects)
-                if not await on_oversize(before):
+                if not await self._on_oversize(decode(exc.objects, general)):  # what preceded it still counts
                     return True
-                reader = self._new_reader()
-                feed = reader.feed_lines if lines_mode else reader.feed
-                seen_malformed = 0
+                self._reader = JsonlReader()  # fresh framing: the rest of the long line comes as lines
+                feed = self._reader.feed_lines
                 continue
-            # Bigger reads only while full reads bring big lines (see _BULK_LINE_BYTES).
-            size = bulk if full and len(objs) * _BULK_LINE_BYTES <= len(chunk) else READ_SIZE
-            if objs:
-                if lines_mode:
-                    # The codec parses and decodes the chunk's lines in one loop.
-                    events = decode_lines(objs, general)
-                elif reader.malformed_count == seen_malformed:
-                    # The usual case: every line parsed, one batch call to the codec.
-                    events = decode_batch(objs)
-                else:
-                    seen_malformed = reader.malformed_count
-                    events = decode_objects(codec, objs)
-                await on_events(events)
+            sizer.after_lines(full, len(chunk), len(lines))
+            if lines:
+                await on_events(decode(lines, general))
                 owed = drain()
                 if owed:  # a request/response protocol's next request (e.g. its handshake)
-                    try:
-                        await proc.send(owed)
-                    except AgentrtError as exc:
-                        if on_send_error is None:
-                            raise
-                        await on_send_error(exc)
-            # Parked only once the pipe is drained: a wake-up always reads what woke it,
-            # and parking while more is waiting would cost a watcher round trip and a task
-            # start per chunk of a long burst.  A short read drained it; after a full one
-            # the pipe is asked (a burst may end exactly on a read's size), unless the owner
-            # is busy: a turn's output comes in full reads, one ioctl each for nothing.
-            if (
-                park is not None
-                and (not full or ((idle is None or idle()) and _drained(proc.stdout_fileno())))
-                and park()
-            ):
-                self._reader, self._seen_malformed, self._size = reader, seen_malformed, size
-                self._bulk, self._original = bulk, original
+                    await self._send(owed)
+            if park is not None and self._parks(park, idle, full):
                 return None
-        tail = decode_objects(codec, reader.finish())
-        tail.extend(codec.finish())
-        if tail:
-            await on_events(tail)
+        await self._end()
         return False
+
+    async def _end(self) -> None:
+        # End of output: the unterminated last line, then what the codec still owes.
+        tail = decode_objects(self._codec, self._reader.finish())
+        tail.extend(self._codec.finish())
+        if tail:
+            await self._on_events(tail)
+
+    def _parks(self, park: Callable[[], bool], idle: Callable[[], bool] | None, full: bool) -> bool:
+        # Parked only once the pipe is drained: a wake-up always reads what woke it,
+        # and parking while more is waiting would cost a watcher round trip and a task
+        # start per chunk of a long burst.  A short read drained it; after a full one
+        # the pipe is asked (a burst may end exactly on a read's size), unless the owner
+        # is busy: a turn's output comes in full reads, one ioctl each for nothing.
+        if full and not ((idle is None or idle()) and _drained(self._proc.stdout_fileno())):
+            return False
+        return park()
+
+    async def _send(self, owed: bytes) -> None:
+        try:
+            await self._proc.send(owed)
+        except AgentrtError as exc:
+            if self._on_send_error is None:
+                raise
+            await self._on_send_error(exc)

@@ -24,18 +24,19 @@ it receives parsed JSON and returns events or objects.
   :class:`Shutdown`, :class:`Interrupt`, :class:`InputError` or ``None``) and
   :meth:`~AgentCodec.encode` (an event to output objects).
 
-**Fast paths.**  The host path may take a dialect's shortcut for its hot
-lines: :meth:`HostCodec.decode_batch` (the events of one read's objects at
-once), optionally fed by :attr:`HostCodec.line_loader` (a typed first parse of
-each line that :meth:`~HostCodec.decode_batch` reads); or, cheaper and taken
-in their place when a codec overrides it, :meth:`HostCodec.decode_lines` (one
-read's lines as bytes, parsed and decoded in one loop, the lines it does not
-take handed back to the framing; :func:`text_delta_slots` builds a text event
-inline there).  All are checked by one clause of ``check_dialect``: reading
-lines through a fast path gives exactly the events (``repr`` and ``raw``) of
-:meth:`~HostCodec.decode` on each plainly parsed line, in order, i.e.
-``decode_batch(xs)`` equals the concatenation of ``decode(x)``.  A dialect
-without a fast path inherits the defaults, which are that concatenation.
+**One decode path.**  The host path reads a chunk of output at a time and
+hands its complete lines, as bytes, to one method,
+:meth:`HostCodec.decode_lines`, with a ``general(line)`` callback: the
+framing's parse of one line (blank: nothing; not JSON: a
+``malformed_output_line`` diagnostic) followed by :meth:`~HostCodec.decode`.
+The default hands every line to ``general``, so a dialect that only writes
+:meth:`~HostCodec.decode` is complete.  A dialect with hot lines overrides
+:meth:`~HostCodec.decode_lines` to parse and decode the lines it knows in one
+loop (a typed parse, :func:`text_delta_slots` to build a text event inline)
+and hands the rest to ``general``.  That override is the only fast path there
+is, and one clause of ``check_dialect`` holds it to the general path: over
+its samples cut into chunks, ``decode_lines`` gives exactly the events
+(``repr`` and ``raw``) of ``general`` on each line in turn.
 
 **A dialect whose protocol is request/response** (the built-in example is
 ACP, JSON-RPC over stdio): the agent may send requests the host answers, and
@@ -90,7 +91,6 @@ __all__ = [
     "Dialect",
     "content_text",
     "make_text_delta",
-    "decodes_lines",
     "text_delta_slots",
     "JsonFragment",
 ]
@@ -185,8 +185,9 @@ class HostCodec(abc.ABC):
     Required: :meth:`encode_turn`, :meth:`decode`.  Optional (defaults do
     nothing): :meth:`encode_shutdown`,
     :meth:`encode_control_response`, :meth:`finish`.  A codec whose protocol
-    can end a running turn declares it by being :class:`Interruptible`.  Fast paths:
-    :meth:`decode_batch` with :attr:`line_loader`, or :meth:`decode_lines`.  Request/response
+    can end a running turn declares it by being :class:`Interruptible`.  The
+    host path decodes through :meth:`decode_lines` (default: :meth:`decode`
+    per line; override it for a dialect's hot lines).  Request/response
     protocols: :meth:`start`, :meth:`drain_output`, :meth:`answer_control`.
     """
 
@@ -227,54 +228,23 @@ class HostCodec(abc.ABC):
         """Events owed at end of output (e.g. a dangling partial message)."""
         return ()
 
-    # -- the fast path: decode_batch, fed by line_loader; or decode_lines ------------------------
-
-    line_loader: Callable[[bytes], Any] | None = None
-    """Optional first parse of each output line, in place of ``orjson.loads``: part of the fast path.
-
-    The host path's framing calls it with one line's bytes (no ``\n``; JSON
-    whitespace may surround it).  It returns any object this codec's
-    :meth:`decode` and :meth:`decode_batch` understand: typically a compact
-    private object for a hot line shape, decoded by a typed parser that skips
-    building dicts, whose events carry the line itself (``bytes``) as
-    ``raw``, parsed only if read; for other lines, the parsed JSON.  It raises :class:`ValueError`
-    when the line is not JSON as it stands, and the framing's lenient path
-    takes over.  The events must be exactly those of ``decode(parsed JSON)``
-    (``check_dialect`` verifies this on its corpus).  ``None`` (the default):
-    plain ``orjson.loads``.
-    """
-
-    def decode_batch(self, objs: Sequence[Any]) -> list[Event]:
-        """Events for several parsed objects, in order (one received chunk's worth).
-
-        The default calls :meth:`decode` per object.  A dialect may override it
-        to inline its hot path: the host path calls this once per chunk, so a
-        per-line Python call and a per-line tuple can be saved.  The result
-        must equal the concatenation of :meth:`decode` per object (a clause of
-        ``check_dialect``), for plain objects and :attr:`line_loader`'s alike.
-        """
-        out: list[Event] = []
-        for obj in objs:
-            out.extend(self.decode(obj))
-        return out
+    # -- the host path: one chunk's lines ---------------------------------------------------
 
     def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
-        """Events for one chunk's complete lines, straight from their bytes: the chunk-at-a-time fast path.
+        """Events for one chunk's complete lines, in order: the one method the host path decodes through.
 
-        Optional, and taken by the host path only when a codec's class
-        overrides it (then in place of :attr:`line_loader` and
-        :meth:`decode_batch`): one call per received chunk, one loop over its
-        lines, each parsed and decoded in place, so no per-line call, object
-        or tuple stands between a typed parse and its event.  ``lines`` are
-        the chunk's complete lines (no ``\n`` but possibly a trailing one on a
-        chunk of one line; JSON whitespace may surround them; blank lines
-        included).  A line the codec does not take itself goes to
-        ``general(line)``, which gives its events by the framing's rules and
-        :meth:`decode` (nothing for a blank line, a ``malformed_output_line``
-        diagnostic for one that is not JSON); ``general`` may change the
-        codec's state, as :meth:`decode` does.  The result must equal
-        ``general`` applied to each line in turn (a clause of
-        ``check_dialect``); the default is exactly that.
+        ``lines`` are the chunk's complete lines as bytes (no ``\n`` but
+        possibly a trailing one on a chunk of one line; JSON whitespace may
+        surround them; blank lines included).  ``general(line)`` gives one
+        line's events by the framing's rules and :meth:`decode` (nothing for a
+        blank line, a ``malformed_output_line`` diagnostic for one that is not
+        JSON); it may change the codec's state, as :meth:`decode` does.
+
+        The default hands every line to ``general``.  Override it to parse and
+        decode a dialect's hot lines in one loop (no per-line call, object or
+        tuple between a typed parse and its event), handing the lines it does
+        not take to ``general``.  The result must equal ``general`` applied to
+        each line in turn (a clause of ``check_dialect``).
         """
         out: list[Event] = []
         for line in lines:
@@ -311,11 +281,6 @@ class HostCodec(abc.ABC):
         :meth:`encode_control_response`.
         """
         return None
-
-
-def decodes_lines(codec: HostCodec) -> bool:
-    """True when ``codec`` takes the chunk-at-a-time path (its class overrides :meth:`HostCodec.decode_lines`)."""
-    return type(codec).decode_lines is not HostCodec.decode_lines
 
 
 class AgentCodec(abc.ABC):

@@ -68,7 +68,8 @@ def test_run_json_prints_tool_payloads_as_valid_lines_of_their_values(tmp_path: 
     tools = [ev for ev in printed if ev["type"] in ("tool_use", "tool_result")]
     # The events of the plain parse (no typed loader, so no fragments), as JSON values.
     codec = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"}).dialect("stream-json").host_codec()
-    plain = [orjson.loads(orjson.dumps(to_json(ev))) for ev in codec.decode_batch(JsonlReader().feed(blob))]
+    decoded = [ev for obj in JsonlReader().feed(blob) for ev in codec.decode(obj)]
+    plain = [orjson.loads(orjson.dumps(to_json(ev))) for ev in decoded]
     expected = [ev for ev in plain if ev["type"] in ("tool_use", "tool_result")]
     assert len(tools) == 2 * len(PAYLOADS)
     assert tools == expected

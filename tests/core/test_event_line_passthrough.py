@@ -218,7 +218,7 @@ def test_the_corpus_tool_payloads_are_written_through_as_the_old_bytes() -> None
         reader.feed_lines(blob), lambda line: decode_objects(typed_codec, reader.parse(line))
     )
     plain_codec = plugins.dialect("stream-json").host_codec()
-    plain = list(plain_codec.decode_batch(JsonlReader().feed(blob)))
+    plain = [ev for obj in JsonlReader().feed(blob) for ev in plain_codec.decode(obj)]
     lines = [event_line(ev) for ev in typed]
     payload_events = [ev for ev in typed if type(ev) in (ToolUse, ToolResult)]
     assert len(payload_events) > 20

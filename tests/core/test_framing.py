@@ -326,7 +326,7 @@ def test_lone_surrogate_escapes_become_replacement_characters(escaped: bytes, te
 
 
 def _typed_loader() -> Any:
-    # A first parse as a codec's line_loader makes one: msgspec into a struct, else orjson.
+    # A typed first parse (loads=) makes one: msgspec into a struct, else orjson.
     import msgspec
 
     from agentrt_awp_jsonl.anthropic import BlockDelta

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from agentrt.dialect import HostCodec, Turn, decodes_lines
+from agentrt.dialect import HostCodec, Turn
 from agentrt.events import Event, Status
 from agentrt.lowlevel import MALFORMED_LINE
 
@@ -52,13 +52,6 @@ async def _pump(code: str, *, keep_reading: bool) -> tuple[Any, list[str], list[
     codec = LinesCodec()
     result, seen, before_oversize = await _pump_with(code, keep_reading=keep_reading, codec=codec)
     return result, seen, before_oversize, codec
-
-
-def test_only_a_codec_that_overrides_decode_lines_takes_the_path() -> None:
-    from .test_pump import FixtureCodec
-
-    assert decodes_lines(LinesCodec())
-    assert not decodes_lines(FixtureCodec())
 
 
 async def test_lines_reach_the_codec_unparsed_and_the_rest_takes_the_framing_rules() -> None:

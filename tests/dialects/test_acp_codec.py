@@ -422,7 +422,7 @@ def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
 
             events = codec.decode_lines(reader.feed_lines(blob), general)
         else:
-            events = codec.decode_batch(reader.feed(blob))
+            events = [ev for obj in reader.feed(blob) for ev in codec.decode(obj)]
         return [(repr(ev), ev.raw) for ev in events]
 
     typed, plain = read(True), read(False)

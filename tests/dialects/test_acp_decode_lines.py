@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt._pump import decode_objects
-from agentrt.dialect import Turn, decodes_lines
+from agentrt.dialect import Turn
 from agentrt.events import Event, TextDelta
 from agentrt.lowlevel import JsonlReader, Malformed
 from agentrt_acp.codec import AcpHostCodec
@@ -148,12 +148,6 @@ def test_decode_lines_edges(name: str) -> None:
     # Lines msgspec reads as the framing does are taken typed (a chunk of another session only
     # before a session is open, as decode takes it then); none of the others is.
     assert sum(typed) == TYPED.get(name, 0)
-
-
-def test_acp_takes_the_lines_path() -> None:
-    codec = AcpHostCodec()
-    assert decodes_lines(codec)
-    assert codec.line_loader is None  # no typed first parse in the framing any more
 
 
 @pytest.mark.parametrize("resume", [None, "s1"], ids=["new", "load"])

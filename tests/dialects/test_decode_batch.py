@@ -138,8 +138,8 @@ def _delta_line(draw: st.DrawFn, wrapped: bool) -> bytes:
 
 
 def _read_all(codec: object, data: bytes, cuts: list[int]) -> tuple[list[object], int]:
-    # The plain path: orjson and the framing's rules, decode per object (decode_batch is
-    # the core's, their concatenation); the reference every fast path is held to.
+    # The plain path: orjson and the framing's rules, decode per object; the reference
+    # every codec's decode_lines is held to.
     from agentrt._framing import JsonlReader, Malformed
 
     reader = JsonlReader()
@@ -147,10 +147,7 @@ def _read_all(codec: object, data: bytes, cuts: list[int]) -> tuple[list[object]
     bounds = [0, *sorted(set(cuts)), len(data)]
     for lo, hi in itertools.pairwise(bounds):
         objs = reader.feed(data[lo:hi])
-        if not any(type(obj) is Malformed for obj in objs):
-            events.extend(codec.decode_batch(objs))  # type: ignore[attr-defined]
-        else:  # as the pump does when a chunk holds a malformed line: decode() per object
-            events.extend(ev for obj in objs if type(obj) is not Malformed for ev in codec.decode(obj))  # type: ignore[attr-defined]
+        events.extend(ev for obj in objs if type(obj) is not Malformed for ev in codec.decode(obj))  # type: ignore[attr-defined]
     for obj in reader.finish():
         if type(obj) is not Malformed:
             events.extend(codec.decode(obj))  # type: ignore[attr-defined]

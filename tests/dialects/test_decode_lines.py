@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt._pump import decode_objects
-from agentrt.dialect import HostCodec, decodes_lines, make_text_delta, text_delta_slots
+from agentrt.dialect import HostCodec, make_text_delta, text_delta_slots
 from agentrt.events import TextDelta, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize
 
@@ -55,8 +55,15 @@ def _same(fast: list[Any], plain: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
-def test_both_anthropic_dialects_take_the_lines_path(dialect: str) -> None:
-    assert decodes_lines(PLUGINS.dialect(dialect).host_codec())
+def test_both_anthropic_dialects_take_text_deltas_themselves(dialect: str) -> None:
+    # Their decode_lines parses a text-delta line itself: general never sees it.
+    def never(line: bytes) -> list[Any]:
+        raise AssertionError(f"the general path took {line!r}")
+
+    inner = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}'
+    line = inner if dialect == "awp-jsonl" else b'{"type":"stream_event","event":' + inner + b"}"
+    (event,) = PLUGINS.dialect(dialect).host_codec().decode_lines([line], never)
+    assert type(event) is TextDelta and event.text == "hi" and event.raw == orjson.loads(line)
 
 
 @pytest.mark.parametrize("dialect", ["stream-json", "awp-jsonl"])
@@ -163,7 +170,6 @@ def test_the_default_decode_lines_is_general_per_line() -> None:
             return [obj]
 
     codec = Plain()
-    assert not decodes_lines(codec)
     assert codec.decode_lines([b"a", b"", b"b"], lambda line: [line, line] if line else []) == [b"a", b"a", b"b", b"b"]
 
 

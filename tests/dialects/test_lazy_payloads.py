@@ -71,7 +71,7 @@ def _events(line: bytes, typed: bool) -> list[Any]:
         return events
     objs = JsonlReader().feed(line + b"\n")
     assert objs and not any(type(obj) is Malformed for obj in objs)
-    return list(codec.decode_batch(objs))
+    return [ev for obj in objs for ev in codec.decode(obj)]
 
 
 def _same(typed: list[Any], plain: list[Any]) -> None:

@@ -175,15 +175,14 @@ def check_dialect(
        protocol's: the handshake must open exactly one, the script's
        ``SessionStarted`` events are not compared, and a ``TurnCompleted``
        without a session id stands for the handshake's;
-    9. the fast path changes nothing but the cost: the samples, the fuzz
-       values and the agent codec's output for the scripts, written as JSON
-       lines and read through the framing in chunks, give through
-       ``decode_batch`` exactly the events (``repr`` and ``raw``) of
-       ``decode`` on each plainly parsed line (``decode_batch(xs)`` equals the
-       concatenation of ``decode(x)``), and the same again with the host
-       codec's :attr:`~agentrt.dialect.HostCodec.line_loader` when it has one,
-       and through :meth:`~agentrt.dialect.HostCodec.decode_lines` (the
-       chunk's lines unparsed, the others through ``general``).
+    9. the host path's one decode method changes nothing but the cost: the
+       samples, the fuzz values and the agent codec's output for the
+       scripts, written as JSON lines and cut into chunks (of 4096 bytes, and
+       of 251 so that chunks end inside lines), give through
+       :meth:`~agentrt.dialect.HostCodec.decode_lines` (as the host path
+       reads: each chunk's complete lines, the ones the codec does not take
+       through ``general``) exactly the events (``repr`` and ``raw``) of
+       ``decode`` on each plainly parsed line.
     """
     factory: Callable[[], Dialect] = dialect if not isinstance(dialect, Dialect) else (lambda: dialect)
     instance = factory()
@@ -266,7 +265,7 @@ def check_dialect(
     for script in scripts:
         _roundtrip(name, instance, script)
 
-    # 9. the fast path (decode_batch, with its line loader) changes nothing but the cost
+    # 9. decode_lines (a dialect's fast path, if it has one) changes nothing but the cost
     _check_fast_path(name, instance, [*samples, *fuzz_values, *samples], scripts)
 
 
@@ -287,32 +286,19 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
             lines.extend(orjson.dumps(obj) for obj in agent.encode(event))
     blob = b"\n".join(lines) + b"\n"
 
-    def read(*, batch: bool, typed: bool) -> list[tuple[str, Any]]:
+    def reference() -> list[tuple[str, Any]]:
+        # The general path: every line parsed plainly, then decode per object.
         codec = instance.host_codec()
-        reader = JsonlReader(codec.line_loader if typed else None)
+        reader = JsonlReader()
         events: list[Event] = []
         for start in range(0, len(blob), 4096):
             objs = [obj for obj in reader.feed(blob[start : start + 4096]) if type(obj) is not Malformed]
-            if not batch:
-                events.extend(_decode_all(name, codec, objs, finish=False))
-                continue
-            try:
-                got = codec.decode_batch(objs)
-            except Exception as exc:
-                raise _fail(name, f"decode_batch raised {type(exc).__name__}: {exc}") from exc
-            events.extend(got)
+            events.extend(_decode_all(name, codec, objs, finish=False))
         events.extend(codec.finish())
         return [(repr(ev), ev.raw) for ev in events]
 
-    def compare(what: str, fast: list[tuple[str, Any]], want: list[tuple[str, Any]]) -> None:
-        if fast != want:
-            at = next((i for i, (a, b) in enumerate(zip(fast, want)) if a != b), min(len(fast), len(want)))
-            got = fast[at] if at < len(fast) else "nothing"
-            expected = want[at] if at < len(want) else "nothing"
-            raise _fail(name, f"{what} changed event #{at}: {_short(got)} instead of {_short(expected)} (decode)")
-
-    def read_lines() -> list[tuple[str, Any]]:
-        # The chunk-at-a-time path, as the pump takes it (the default decode_lines too).
+    def read_lines(size: int) -> list[tuple[str, Any]]:
+        # The host path, as the pump takes it (the default decode_lines too).
         from .._pump import decode_objects
 
         codec = instance.host_codec()
@@ -322,8 +308,8 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
         def general(line: bytes) -> list[Event]:
             return decode_objects(codec, [obj for obj in reader.parse(line) if type(obj) is not Malformed])
 
-        for start in range(0, len(blob), 4096):
-            lines = reader.feed_lines(blob[start : start + 4096])
+        for start in range(0, len(blob), size):
+            lines = reader.feed_lines(blob[start : start + size])
             try:
                 got = codec.decode_lines(lines, general) if lines else []
             except Exception as exc:
@@ -332,8 +318,11 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
         events.extend(codec.finish())
         return [(repr(ev), ev.raw) for ev in events]
 
-    reference = read(batch=False, typed=False)
-    compare("decode_batch", read(batch=True, typed=False), reference)
-    if instance.host_codec().line_loader is not None:
-        compare("line_loader", read(batch=True, typed=True), reference)
-    compare("decode_lines", read_lines(), reference)
+    want = reference()
+    for size in (4096, 251):
+        fast = read_lines(size)
+        if fast != want:
+            at = next((i for i, (a, b) in enumerate(zip(fast, want)) if a != b), min(len(fast), len(want)))
+            got = fast[at] if at < len(fast) else "nothing"
+            expected = want[at] if at < len(want) else "nothing"
+            raise _fail(name, f"decode_lines changed event #{at}: {_short(got)} instead of {_short(expected)} (decode)")
