@@ -16,8 +16,8 @@ through a few calls.  What each module holds:
 ``child_watch``
     One ``epoll`` watcher per trio run for every child's exit, stderr and
     parked stdout, plus its timers: no task per child.  Where ``epoll`` or
-    pidfds are missing, each process falls back to tasks of its own (the
-    fallback is forced in the test suite).
+    pidfds are missing, each process falls back to tasks of its own (both
+    fallbacks are forced on Linux by ``tests/core/test_fallback_paths.py``).
 ``fdwrite``
     Writing to a descriptor from the trio thread without a worker thread per
     write (``pwritev2(RWF_NOWAIT)``, then ``wait_writable``).
