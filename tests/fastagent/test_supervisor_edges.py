@@ -13,6 +13,7 @@ import trio
 from agentrt import AgentrtError
 from agentrt.bots import BotRecord
 from agentrt.events import to_json
+from agentrt_fastagent._ledger import BotLedger
 from agentrt_fastagent._procinfo import process_start_time
 from agentrt_fastagent._store import JsonFileBotStore, MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
@@ -197,13 +198,13 @@ async def test_a_concurrent_desired_state_write_is_not_overwritten(tmp_path: Pat
             return rec
 
     store = RacyStore()
-    cfg = SupervisorConfig(instances_dir=tmp_path / "i", binary=tmp_path / "none", parent_env={})
-    async with open_supervisor(store, config=cfg, resolve=resolver(), sinks=[recorder]) as sup:
-        await store.save_bot(BotRecord(bot_id="b1", desired_state="running", status="failed"))
-        store.armed = True
-        new = await sup._update("b1", lambda r: attrs.evolve(r, last_error_code="X"))
-        assert new.desired_state == "stopped"
-        assert (await MemoryBotStore.get_bot(store, "b1")).desired_state == "stopped"
+    ledger = BotLedger(store, recorder.handle)  # what the supervisor writes every record change through
+    await store.save_bot(BotRecord(bot_id="b1", desired_state="running", status="failed"))
+    store.armed = True
+    new = await ledger.update("b1", lambda r: attrs.evolve(r, last_error_code="X", status="stopped"))
+    assert new.desired_state == "stopped"
+    assert (await MemoryBotStore.get_bot(store, "b1")).desired_state == "stopped"
+    assert recorder.states("b1") == ["stopped"]  # the change went out once it was saved
 
 
 async def test_json_store_atomic_update(tmp_path: Path) -> None:
