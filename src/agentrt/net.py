@@ -16,6 +16,11 @@ documented modes instead of several copies that disagree:
 
 Neither mode resolves names (``localhost.example`` is not loopback) and
 neither accepts ``0.0.0.0`` or ``::`` (they mean "every interface").
+
+``numeric=True`` narrows either mode to addresses: ``localhost`` is then not
+accepted, because a server resolves a bind name itself (``/etc/hosts``, DNS)
+and what it reaches is not known here.  The control plane's bind address
+(``agentrt-managed-task``'s ``check_bind_host``) uses the loose mode with it.
 """
 
 from __future__ import annotations
@@ -30,20 +35,21 @@ STRICT_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _IPV6_LOOPBACK = ipaddress.IPv6Address("::1")
 
 
-def is_loopback_host(host: str, *, strict: bool = False) -> bool:
+def is_loopback_host(host: str, *, strict: bool = False, numeric: bool = False) -> bool:
     """True if ``host`` names this machine's loopback interface.
 
     ``host`` is a hostname as a URL parser returns it or as a user types it:
     case does not matter and IPv6 brackets are optional (``[::1]`` and ``::1``).
     With ``strict=True`` only ``localhost``, ``127.0.0.1`` and ``::1`` (in any
-    IPv6 spelling) count; otherwise any loopback address does (see the module
-    docstring for which caller uses which mode, and why).
+    IPv6 spelling) count; otherwise any loopback address does.  With
+    ``numeric=True`` only addresses count, never ``localhost`` (for a bind
+    address).  See the module docstring for which caller uses which mode, and why.
     """
     name = host.lower()
     if name.startswith("[") and name.endswith("]"):
         name = name[1:-1]
     if name == "localhost":
-        return True
+        return not numeric
     try:
         address = ipaddress.ip_address(name)
     except ValueError:

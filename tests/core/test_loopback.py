@@ -3,7 +3,8 @@
 The table is the rule: ``loose`` is what a socket really reaches (any
 loopback address), ``strict`` the launch contract's remote-URL rule (exactly
 localhost, 127.0.0.1 and [::1], as the original host).  Each caller is then
-checked against the column it must follow, on every row.  The web UI's
+checked against the column it must follow, on every row (the control plane's
+bind address: the loose column, names excluded).  The web UI's
 ``Host`` check, which needs a running server, is in ``tests/web/test_loopback_rule.py``.
 """
 
@@ -45,6 +46,10 @@ def test_the_rule_in_both_modes_with_and_without_brackets(host: str, loose: bool
     assert is_loopback_host(bare) is loose
     assert is_loopback_host(host, strict=True) is strict
     assert is_loopback_host(bare, strict=True) is strict
+    # numeric=True: the same answers for addresses, never for a name.
+    named = bare.lower() == "localhost"
+    assert is_loopback_host(host, numeric=True) is (loose and not named)
+    assert is_loopback_host(bare, strict=True, numeric=True) is (strict and not named)
 
 
 def test_strict_hosts_and_the_empty_host() -> None:
@@ -84,6 +89,23 @@ def test_provider_base_url_rule_is_the_loose_mode(host: str, loose: bool, strict
         with pytest.raises(AgentrtError) as info:
             validate_base_url(url, remote_opt_in=True)
         assert info.value.code == "remote_api_requires_https"
+
+
+@pytest.mark.parametrize(("host", "loose", "strict"), TABLE, ids=IDS)
+def test_control_plane_bind_rule_is_the_loose_mode_for_addresses(host: str, loose: bool, strict: bool) -> None:
+    import ipaddress
+
+    from agentrt_managed_task.api import check_bind_host
+
+    bare = host[1:-1] if host.startswith("[") else host
+    if loose and bare.lower() != "localhost":
+        # Accepted, and normalised to the address a socket binds (every spelling of ::1 is ::1).
+        assert check_bind_host(host) == check_bind_host(bare) == str(ipaddress.ip_address(bare))
+    else:
+        for spelling in (host, bare):
+            with pytest.raises(AgentrtError) as info:
+                check_bind_host(spelling)
+            assert info.value.code == "control_plane_bind_not_loopback"
 
 
 REMOTE = [row[0] for row in TABLE if not row[1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -172,7 +173,10 @@ async def test_maintenance_reaps_without_a_claim(store: Any, control_plane: Any)
 
 def test_bind_only_numeric_loopback() -> None:
     assert check_bind_host("127.0.0.1") == "127.0.0.1" and check_bind_host("::1") == "::1"
-    for host in ("0.0.0.0", "localhost", "192.168.1.1", "example.com"):
+    # The one loopback rule (agentrt.net.is_loopback_host): all of 127/8, any spelling of ::1, v4-mapped too.
+    assert check_bind_host("127.0.0.2") == "127.0.0.2" and check_bind_host("[0:0::1]") == "::1"
+    assert ipaddress.ip_address(check_bind_host("::ffff:127.0.0.1")) == ipaddress.ip_address("::ffff:127.0.0.1")
+    for host in ("0.0.0.0", "::", "localhost", "LOCALHOST", "[::1", "192.168.1.1", "::ffff:10.0.0.1", "example.com"):
         with pytest.raises(AgentrtError) as info:
             check_bind_host(host)
         assert info.value.code == "control_plane_bind_not_loopback"

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agentrt import AgentrtError
+from agentrt.net import is_loopback_host
 
 from ._cp_settings import ControlPlaneSettings, load_api_key
 from ._store import AgentOffline, Store, StoreConflict, StoreNotFound, ThreadedStore
@@ -226,14 +227,17 @@ def build_app(store: Store, settings: ControlPlaneSettings) -> Starlette:
 
 
 def check_bind_host(host: str) -> str:
-    """Only numeric loopback addresses may be bound (the API key is the only protection)."""
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError as exc:
-        raise AgentrtError("control_plane_bind_not_loopback", "bind a numeric loopback address") from exc
-    if not address.is_loopback:
+    """The address to bind, normalised; ``control_plane_bind_not_loopback`` unless it is a numeric loopback address.
+
+    The loopback rule is :func:`agentrt.net.is_loopback_host` (loose, ``numeric=True``):
+    any ``127.0.0.0/8`` or ``::1`` address, brackets optional, never a name (the server
+    would resolve it itself) and never ``0.0.0.0``/``::``.  The API key is the only
+    protection, so nothing else may be bound.
+    """
+    if not is_loopback_host(host, numeric=True):
         raise AgentrtError("control_plane_bind_not_loopback", "bind a numeric loopback address")
-    return str(address)
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return str(ipaddress.ip_address(bare))
 
 
 async def open_store(*, database: str | None = None, redis_url: str | None = None, prefix: str | None = None) -> Store:
