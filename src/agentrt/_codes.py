@@ -173,6 +173,10 @@ unknown_sink | a sink was chosen by a name no loaded sink has | pick a name `age
 sink_role_mismatch | the sink chosen for a role holds another role | choose a sink of that role
 conflicting_sink_choice | two sinks of the same role were chosen | give one `--sink` per role
 unknown_hook | a plugin implements a hook agentrt does not define | upgrade agentrt or fix the plugin's hook name
+unknown_plugin_kind | `agentrt plugin new` was given a kind it cannot write | use dialect, provider, tool or sink
+invalid_plugin_name | `agentrt plugin new` was given a name that is not lower-case words joined by `-` | use a name such as acme-notes (at most 48 characters)
+plugin_name_taken | `agentrt plugin new` was given a name an installed plugin already registers | pick another name (`agentrt plugins` lists the taken ones)
+plugin_dir_not_empty | `agentrt plugin new` would write into a directory that is not empty (or a file) | give a new or empty directory
 recorder_failed | the recording sink failed; the conversation goes on unrecorded | check the database (disk, permissions)
 """
 

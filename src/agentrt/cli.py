@@ -21,6 +21,7 @@ __all__ = ["main", "cli"]
 _CORE: dict[str, str] = {
     "run": "agentrt._cli_run:run",
     "plugins": "agentrt._cli_plugins:plugins",
+    "plugin": "agentrt._cli_plugin_new:plugin",
     "check": "agentrt._cli_check:check",
     "bridge": "agentrt._cli_bridge:bridge",
     "agent": "agentrt._cli_agent:agent",

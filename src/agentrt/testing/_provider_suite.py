@@ -113,7 +113,7 @@ def _request(tools: bool) -> ProviderRequest:
 def _error_body(status: int, _request: ReplayRequest) -> ReplayResponse:
     message = f"refused: key {SECRET} is not valid\x1b[2J\n(second line)"
     headers = (("retry-after", "0"),) if status in (429, 503) else ()
-    return ReplayResponse.json({"error": {"message": message, "type": "check", "code": "check"}},
+    return ReplayResponse.json({"error": {"message": message, "type": "invalid_request_error"}},
                                status=status, headers=headers)
 
 

@@ -1,0 +1,120 @@
+"""``agentrt plugin new KIND NAME [DIR]``: the package it writes installs with real pip, passes its own
+test and shows in ``agentrt plugins``; bad input is refused with a code and writes nothing.
+
+Everything runs as a user would: the CLI as a subprocess, pip building the package with hatchling
+(``--no-build-isolation --no-index``: offline) into a target directory that the children then have on
+PYTHONPATH, exactly like a pip-installed third-party plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentrt._plugin_new import KINDS, plugin_names
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 300
+CAPABILITY = {"dialect": "dialects", "provider": "providers", "tool": "tools", "sink": "sinks"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    # An allow-listed environment, never os.environ wholesale.
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def _agentrt(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentrt", *args], cwd=cwd, env=_env(**env),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_the_package_installs_passes_its_test_and_is_listed(kind: str, tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="--no-build-isolation needs hatchling in the venv")
+    name = f"acme-{kind}"
+    names = plugin_names(name)
+    made = _agentrt("plugin", "new", kind, name, cwd=tmp_path)  # DIR left out: ./agentrt-acme-<kind>
+    assert made.returncode == 0, made.stderr
+    package = tmp_path / names.dist
+    assert (package / "pyproject.toml").is_file() and (package / "src" / names.package / "__init__.py").is_file()
+    assert f"wrote {len(list(p for p in package.rglob('*') if p.is_file()))} files to {package}" in made.stdout
+
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+         "--target", str(site), str(package)],
+        check=True, timeout=TIMEOUT, env=_env(), capture_output=True, cwd=tmp_path,
+    )
+    listed = _agentrt("plugins", "--json", cwd=tmp_path, PYTHONPATH=str(site), AGENTRT_LOAD_PLUGINS=name)
+    assert listed.returncode == 0, listed.stderr
+    (info,) = json.loads(listed.stdout)
+    assert (info["name"], info["distribution"], info["version"]) == (name, names.dist, "0.1.0")
+    assert info[CAPABILITY[kind]] == [names.capability(kind)]
+    assert info["hooks"] == [f"agentrt_register_{CAPABILITY[kind]}"]
+
+    # Its own test, against the installed distribution (the source tree is not on the path).
+    tests = package / "tests"
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tests), str(tests)],
+        env=_env(PYTHONPATH=str(site)), capture_output=True, text=True, timeout=TIMEOUT, cwd=tests,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert " passed" in ran.stdout and "failed" not in ran.stdout
+
+    # And it is clean by the project's own lint rules.
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"),
+                           str(package)], capture_output=True, text=True, timeout=TIMEOUT, env=_env())
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["widget", "acme"], "unknown_plugin_kind"),
+        (["dialect", "Acme"], "invalid_plugin_name"),
+        (["dialect", "acme_notes"], "invalid_plugin_name"),
+        (["dialect", "acme-"], "invalid_plugin_name"),
+        (["tool", "acme--notes"], "invalid_plugin_name"),
+        (["tool", "9lives"], "invalid_plugin_name"),
+        (["tool", "a\x1b[2Jb"], "invalid_plugin_name"),
+        (["sink", "x" * 49], "invalid_plugin_name"),
+        (["dialect", "awp-jsonl"], "plugin_name_taken"),
+        (["provider", "openai"], "plugin_name_taken"),
+    ],
+)
+def test_bad_input_is_refused_with_a_code_and_writes_nothing(args: list[str], code: str, tmp_path: Path) -> None:
+    out = _agentrt("plugin", "new", *args, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"agentrt: error: {code}: "), out.stderr
+    assert "\x1b" not in out.stderr  # the bad name is shown escaped
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_that_is_not_empty_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "file").write_text("mine", encoding="utf-8")
+    for target in ("taken", "file"):
+        out = _agentrt("plugin", "new", "tool", "acme-notes", target, cwd=tmp_path)
+        assert out.returncode == 2
+        assert out.stderr.startswith("agentrt: error: plugin_dir_not_empty: "), out.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["file", "keep.txt", "taken"]
+    (tmp_path / "empty").mkdir()
+    assert _agentrt("plugin", "new", "tool", "acme-notes", "empty", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "empty" / "src" / "agentrt_acme_notes" / "_tool.py").is_file()
+
+
+def test_the_names_a_plugin_gets() -> None:
+    names = plugin_names("acme-notes-2")
+    assert (names.dist, names.package, names.ident, names.cls, names.env) == (
+        "agentrt-acme-notes-2", "agentrt_acme_notes_2", "acme_notes_2", "AcmeNotes2", "ACME_NOTES_2")
+    assert names.capability("tool") == "acme_notes_2" and names.capability("sink") == "acme-notes-2"
+    assert plugin_names("agentrt-acme").dist == "agentrt-acme"
