@@ -1,7 +1,7 @@
 """The web UI under load: 50 browsers' worth of SSE clients on one streaming conversation.
 
 One ``agentrt web`` server runs in-process (hypercorn's trio worker, the real
-app, the database sink); a fixture agent (tests/web/fixture_web_agent.py,
+app, the database sink); a fixture agent (plugins/agentrt-web/tests/fixture_web_agent.py,
 ``bench N``) writes N text-delta lines as fast as it can.  Measured, in the
 same run:
 
@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENT = ROOT / "tests" / "web" / "fixture_web_agent.py"
+AGENT = ROOT / "plugins" / "agentrt-web" / "tests" / "fixture_web_agent.py"
 LINES = int(os.environ.get("AGENTRT_BENCH_WEB_LINES", "100000"))
 CLIENTS = int(os.environ.get("AGENTRT_BENCH_WEB_CLIENTS", "50"))
 ROUNDS = int(os.environ.get("AGENTRT_BENCH_WEB_ROUNDS", "11"))

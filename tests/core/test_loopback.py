@@ -5,7 +5,7 @@ loopback address), ``strict`` the launch contract's remote-URL rule (exactly
 localhost, 127.0.0.1 and [::1], as the original host).  Each caller is then
 checked against the column it must follow, on every row (the control plane's
 bind address: the loose column, names excluded).  The web UI's
-``Host`` check, which needs a running server, is in ``tests/web/test_loopback_rule.py``.
+``Host`` check, which needs a running server, is in ``plugins/agentrt-web/tests/test_loopback_rule.py``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import trio
 
+from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
+from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
 from agentrt_managed_task._server import ControlPlaneSettings, open_store, serve_control_plane
 from agentrt_managed_task._store import Store
 from agentrt_managed_task._worker import Worker, WorkerSettings, resolve_allowlist

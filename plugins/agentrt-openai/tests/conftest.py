@@ -11,10 +11,12 @@ import pytest
 
 from agentrt.provider import ProviderChunk, ProviderRequest, ToolSchema
 from agentrt.testing import ReplayResponse, ReplayServer, serve_replay
+from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
+from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
 from agentrt_openai import OpenAIConfig, OpenAIProvider
 
 # Recorded by tests/captures/openai-sse/record.py from mock servers on loopback (see its README).
-FIXTURES = Path(__file__).resolve().parents[1] / "captures" / "openai-sse"
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "captures" / "openai-sse"
 TOKEN = "sk-test-4f9a0c1d-secret-value"
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-ECHO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "echo_agent.py"
+ECHO = Path(__file__).resolve().parents[3] / "docs" / "examples" / "echo_agent.py"
 
 
 def _chat(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:

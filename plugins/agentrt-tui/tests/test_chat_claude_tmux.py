@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dialects" / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_anthropic import serve_fake_anthropic
 from test_chat_tmux import AGENTRT, RECORD_EXIT, Tmux
 
-CLAUDE = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
+CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
 CLAUDE = CLAUDE / "claude"
 BOUND = 90  # a hang guard only: the real CLI starts slowly on a busy machine
 

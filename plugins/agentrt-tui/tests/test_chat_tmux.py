@@ -209,7 +209,7 @@ async def test_sigterm_at_the_terminal_prompt_exits_143(tmp_path: Path) -> None:
         await tmux.kill()
 
 
-STREAM_JSON_FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+STREAM_JSON_FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
 
 
 def _approval_argv(tmp: Path, status: str, *args: str) -> list[str]:

@@ -16,9 +16,25 @@ from typing import Any
 
 import pytest
 
+from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
+from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
+
 HERE = Path(__file__).parent
 AGENT_SOURCE = HERE / "fixture_web_agent.py"
-FASTAGENT_FIXTURE = HERE.parent / "fastagent" / "fixtures" / "fake_fastagent.py"
+# The scripted FastAgent binary of the bots pages lives with the FastAgent plugin's tests
+# (plugins/agentrt-fastagent/tests once they move there, tests/fastagent until then).
+_REPO = HERE.parents[2]
+FASTAGENT_FIXTURE = next(
+    (
+        path
+        for path in (
+            _REPO / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py",
+            _REPO / "tests" / "fastagent" / "fixtures" / "fake_fastagent.py",
+        )
+        if path.exists()
+    ),
+    _REPO / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py",
+)
 CHROMIUM = Path("/usr/bin/chromium")
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0

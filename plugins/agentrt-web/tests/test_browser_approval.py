@@ -14,7 +14,7 @@ from typing import Any
 
 from .conftest import base_env
 
-FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
 QUESTION = "Allow Bash?"
 
 

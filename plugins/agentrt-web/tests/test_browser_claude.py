@@ -18,10 +18,10 @@ import pytest
 
 from .conftest import base_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dialects" / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
 from fake_anthropic import serve_fake_anthropic
 
-CLAUDE = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
+CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
 CLAUDE = CLAUDE / "claude"
 
 

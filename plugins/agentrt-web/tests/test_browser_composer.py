@@ -14,7 +14,7 @@ from typing import Any
 from .conftest import base_env
 from .test_browser_chat import last_assistant, new_thread, say, shot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3] / "tests"
 FIXTURE = ROOT / "dialects" / "fixtures" / "stream_json_cli.py"
 CAPTURE = ROOT / "captures" / "claude-code" / "tool_use_allowed_partial.stdout.jsonl"
 

@@ -20,7 +20,7 @@ from agentrt_web._server import WebOptions, serve_web
 
 from .test_hostile_load import csrf_of
 
-FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
 BURST = 40
 
 

@@ -15,7 +15,7 @@ import httpx
 
 from .conftest import base_env, write_bots
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_web_plugin_declares_fastagent_as_its_bots_extra() -> None:
