@@ -23,13 +23,16 @@ one of them ends the turn the same way:
 A second request while one is in progress (a second Ctrl-C) does not wait:
 the grace is cut short and the process group is killed at once.
 
-Kept apart from the conversation so that it moves as one piece.
+Kept apart from the conversation so that it moves as one piece: it needs
+only the turn's state, the engine that runs its process
+(:class:`agentrt._engine.HostedProcess`) and a way to fail the turn.
 """
 
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -37,15 +40,10 @@ from .dialect import Interruptible
 from .errors import AgentrtError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ._process import AgentProcess
-    from ._turn_rules import TurnRules
+    from ._engine import HostedProcess
     from ._turn_stream import TurnState
-    from .dialect import HostCodec
-    from .events import Event
 
-__all__ = ["CANCEL_GRACE", "KILL_WAIT", "CancelHost", "end_turn"]
+__all__ = ["CANCEL_GRACE", "KILL_WAIT", "end_turn"]
 
 CANCEL_GRACE = 3.0
 """How long an agent asked to interrupt has to end the turn itself before its process is stopped."""
@@ -54,21 +52,10 @@ KILL_WAIT = 5.0
 """After the process group was killed (a second request), the longest wait for the turn's end."""
 
 
-class CancelHost(Protocol):
-    """What :func:`end_turn` needs of the conversation that owns the turn."""
-
-    _proc: AgentProcess | None
-    _codec: HostCodec
-    _rules: TurnRules
-
-    async def _stop_process(self) -> None: ...
-
-    async def _dispatch(self, events: Sequence[Event]) -> None: ...
-
-
 async def end_turn(
-    host: CancelHost,
     state: TurnState,
+    engine: HostedProcess,
+    fail: Callable[[str, str], Awaitable[None]],
     *,
     code: str = "turn_cancelled",
     message: str = "the turn was cancelled",
@@ -76,21 +63,23 @@ async def end_turn(
 ) -> None:
     """End the turn of ``state`` early with ``code`` (see the module docstring); bounded.
 
-    Returns once the turn has its terminal event.  Safe to call from several
-    tasks: the first request decides the code; a later one, while the first
-    still waits, kills the process group at once.
+    ``engine`` runs the process the turn was written to; ``fail(code,
+    message)`` ends the turn in flight when no process end did.  Returns once
+    the turn has its terminal event.  Safe to call from several tasks: the
+    first request decides the code; a later one, while the first still waits,
+    kills the process group at once.
     """
     progress = state.progress
     if progress.terminal is not None:
         return
     if progress.cancel_requested:
-        await _at_once(host, state)
+        await _at_once(state, engine, fail)
         return
     progress.cancel_requested = True
     progress.cancel_code, progress.cancel_message = code, message
-    proc = host._proc
+    proc = engine.process
     ours = proc is not None and state.proc is proc and not proc.exited.is_set()
-    codec = host._codec
+    codec = engine.codec
     if interrupt and ours and proc is not None and isinstance(codec, Interruptible):
         line = codec.encode_interrupt()
         if line:
@@ -106,19 +95,19 @@ async def end_turn(
                 if progress.terminal is not None:
                     return
     if ours:
-        await host._stop_process()
+        await engine.stop()
     if progress.terminal is None:  # no process ended it (none was running, or its pump is gone)
-        await host._dispatch(host._rules.fail_current(code, message))
+        await fail(code, message)
 
 
-async def _at_once(host: CancelHost, state: TurnState) -> None:
+async def _at_once(state: TurnState, engine: HostedProcess, fail: Callable[[str, str], Awaitable[None]]) -> None:
     # A second request: no more waiting for the agent.
     if state.cut_short is not None:
         state.cut_short.cancel()
-    proc = host._proc
+    proc = engine.process
     if proc is not None and state.proc is proc:
         proc.send_signal(signal.SIGKILL)
     with trio.move_on_after(KILL_WAIT):
         await state.ended.wait()
     if state.progress.terminal is None:
-        await host._dispatch(host._rules.fail_current(state.progress.cancel_code, state.progress.cancel_message))
+        await fail(state.progress.cancel_code, state.progress.cancel_message)

@@ -9,11 +9,12 @@ The pieces it orchestrates each live in their own module:
   synchronous and I/O-free;
 * answering control requests: :func:`agentrt._control.answer_control`;
 * the fan-out to sinks: :class:`agentrt._fanout.Fanout`;
-* spawning and respawning (with ``--resume``), reading and stopping the
-  process: :class:`agentrt._conversation_process._ProcessManagement`, a mixin.
+* the process itself (spawning and respawning with ``--resume``, the read
+  loop and its parking, the first-output watch, raw taps, stopping, the exit):
+  :class:`agentrt._engine.HostedProcess`, which it owns.
 
-What stays here: sending one turn (one stdin write attempt per send, never
-replayed), cancelling, and closing.  Everything decoded from one stdout chunk travels as one
+What stays here: sending one turn (encoded once, one stdin write attempt per
+send, never replayed), cancelling, and closing.  Everything decoded from one stdout chunk travels as one
 :class:`~agentrt.events.EventBatch`.  The agent exiting before the terminal
 event fails the turn with ``exit_before_result``, at the latest
 :data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
@@ -29,24 +30,26 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
+import attrs
 import trio
 
 from ._cancel import end_turn as _end_turn
 from ._control import answer_control
-from ._conversation_process import _ProcessManagement
+from ._engine import HostedProcess, ProcessEnd, tap_all
 from ._exceptions import collapse_single_group
 from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
-from ._live import LiveProcess
 from ._mismatch import ProtocolProbe
 from ._mismatch import first_output_timeout as _first_output_from_env
-from ._process import AgentProcess, ExitStatus
+from ._process import AgentProcess, ExitStatus, ProcessSpec
 from ._pump import EXIT_OUTPUT_GRACE
-from ._turn_rules import TurnRules
+from ._tap import RawTap, TapInfo, TapSource
+from ._turn_rules import TurnRules, exit_how
 from ._turn_stream import TurnState, TurnStream
+from ._why import exit_reason
 from .dialect import Dialect, HostCodec, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
-from .events import ControlRequest, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
+from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
 from .permissions import PermissionPolicy
 
 if TYPE_CHECKING:
@@ -63,10 +66,12 @@ __all__ = [
 ]
 
 
-class Conversation(_ProcessManagement):
+class Conversation:
     """Turns over one live agent process (respawned with ``--resume`` when needed).
 
-    Create it with :func:`open_conversation`.
+    Create it with :func:`open_conversation`.  The turn rules and the fan-out
+    live here; the process, its read loop and its end live in its engine
+    (:class:`~agentrt.lowlevel.HostedProcess`).
     """
 
     def __init__(
@@ -86,8 +91,6 @@ class Conversation(_ProcessManagement):
         self.id = conversation_id
         self.launch = launch
         self.dialect = dialect
-        #: How the last process ended, once it has.
-        self.exit_status: ExitStatus | None = None
         self._nursery = nursery
         self._policy = permission_policy
         self._cwd = cwd
@@ -95,24 +98,28 @@ class Conversation(_ProcessManagement):
         self._resume = resume
         self._term_grace = term_grace
         self._first_output = first_output
-        # Each process's output until its dialect recognises a line (agentrt._mismatch).
-        self._probe: ProtocolProbe | None = None
-        self._recognised: trio.Event | None = None
-        self._codec: HostCodec = dialect.host_codec()
         self._rules = TurnRules(model=launch.model)
-        self._proc: AgentProcess | None = None
-        self._proc_done: trio.Event | None = None
-        self._live: LiveProcess | None = None
         self._turn: TurnState | None = None
         self._turns = 0
         self._seq = 0
         self._internal_events: list[Event] = []
         self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=CLOSE_TIMEOUT)
-        self._stopping = False
-        # The process may hold half a turn (a write cut short): the next send stops it first.
-        self._replace_process = False
+        self._taps: list[TapSource] = []
+        self._engine = HostedProcess(
+            self._process_spec,
+            self._new_codec,
+            nursery=nursery,
+            on_events=self._dispatch,
+            on_oversize=self._oversize,
+            on_exit=self._exited,
+            on_send_error=self._send_failed,
+            on_spawn=lambda _proc: self._rules.new_process(),
+            idle=self._idle,
+            tap=self._open_tap,
+            probe=self._probe,
+            on_mismatch=self._mismatch,
+        )
         # Made on first use: a thousand idle conversations need none.
-        self._stop_lock: trio.Lock | None = None
         self._send_lock: trio.Lock | None = None
 
     # -- public API ------------------------------------------------------
@@ -145,8 +152,19 @@ class Conversation(_ProcessManagement):
         return await self.send(prompt).result()
 
     async def attach(self, sink: Sink) -> None:
-        """Fan every later batch out to ``sink`` (in its own task)."""
+        """Fan every later batch out to ``sink`` (in its own task).
+
+        A sink that is also a :class:`~agentrt.lowlevel.TapSource` is asked for a
+        raw tap for every agent process spawned from now on.
+        """
         self._fanout.attach(sink)
+        if isinstance(sink, TapSource):
+            self._taps.append(sink)
+
+    @property
+    def exit_status(self) -> ExitStatus | None:
+        """How the last process ended, once it has."""
+        return self._engine.exit_status
 
     @property
     def sink_failures(self) -> dict[str, int]:
@@ -159,7 +177,7 @@ class Conversation(_ProcessManagement):
     @property
     def process(self) -> AgentProcess | None:
         """The live agent process, if any."""
-        return self._proc
+        return self._engine.process
 
     async def cancel_turn(self) -> None:
         """End the current turn with ``turn_cancelled``; the conversation stays usable.
@@ -184,32 +202,23 @@ class Conversation(_ProcessManagement):
         state = self._turn
         if state is None or state.progress.terminal is not None:
             return False
-        await _end_turn(self, state, code=code, message=message, interrupt=interrupt)
+        await _end_turn(state, self._engine, self._fail, code=code, message=message, interrupt=interrupt)
         return True
 
     async def _end_state(self, state: TurnState) -> None:
         # A TurnStream closed before its turn ended.
-        await _end_turn(self, state)
+        await _end_turn(state, self._engine, self._fail)
 
     async def stop(self) -> ExitStatus | None:
-        """Stop the agent process (idempotent, bounded); returns how it ended."""
-        self._stopping = True
-        await self._stop_process()
-        return self.exit_status
+        """Stop the agent process (idempotent, bounded); returns how it ended.
+
+        Later sends fail with ``session_exited``.
+        """
+        return await self._engine.close()
 
     # -- turn rules and fan-out ---------------------------------------------
     async def _dispatch(self, events: Sequence[Event]) -> None:
         state = self._turn
-        probe = self._probe
-        if probe is not None and probe.armed and self._rules.inputs and state is not None and state.progress.live:
-            found = probe.look(events)
-            if not probe.armed and self._recognised is not None:
-                self._recognised.set()
-            if found is not None:
-                # Another dialect's output ends the turn right there: this process will never answer in ours.
-                at, failure = found
-                events = [*events[: at + 1], failure, *events[at + 1 :]]
-                self._nursery.start_soon(self._stop_process)
         out, for_turn, controls = self._rules.apply(events)
         if self._internal_events:
             # A new list: `out` may be the very list handed to the turn's consumer.
@@ -232,13 +241,15 @@ class Conversation(_ProcessManagement):
         for req in controls:
             self._nursery.start_soon(self._answer_control, req)
 
+    async def _fail(self, code: str, message: str) -> None:
+        # Ends the turn in flight, if any, with this failure.
+        await self._dispatch(self._rules.fail_current(code, message))
+
     async def _answer_control(self, req: ControlRequest) -> None:
-        proc = self._proc
-        if proc is None:
+        proc, codec = self._engine.process, self._engine.codec
+        if proc is None or codec is None:
             return
-        await answer_control(
-            req, codec=self._codec, policy=self._policy, send=proc.send, report=self._internal_events.append
-        )
+        await answer_control(req, codec=codec, policy=self._policy, send=proc.send, report=self._internal_events.append)
 
     async def _begin_turn(self, turn: Turn) -> TurnState:
         if self._send_lock is None:
@@ -249,34 +260,98 @@ class Conversation(_ProcessManagement):
                 if previous.waiting:
                     raise AgentrtError("turn_in_progress", "the previous turn has not ended")
                 # Abandoned (its stream left unclosed): end it as closing it would have.
-                await _end_turn(self, previous)
-            codec = self._codec
-            data = codec.encode_turn(turn)  # refuses unsupported blocks before any write
+                await _end_turn(previous, self._engine, self._fail)
+            engine = self._engine
+            resume = self.session_id or self._resume
+            codec = engine.next_codec(resume)
+            data = codec.encode_turn(turn)  # once; refuses unsupported blocks before any write
             self._turns += 1
             state = TurnState(self._rules.begin_turn(self._turns))
             self._turn = state
             try:
                 await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
-                proc = await self._ensure_process()
+                proc = await engine.ensure(resume)
                 if state.progress.terminal is not None:
                     return state  # ended (cancelled) while the process started: nothing is written
-                if self._codec is not codec:
-                    # A respawned process has a fresh (possibly stateful) codec.
-                    data = self._codec.encode_turn(turn)
+                if engine.codec is not codec:
+                    # Only when the process ended between the encoding and now: its successor speaks afresh.
+                    data = engine.codec.encode_turn(turn) if engine.codec is not None else data
                 self._rules.input_sent()
                 state.proc = proc
-                await proc.send(data)  # the one write attempt of this send
-                self._watch_first_output(state, proc)
+                # The one write attempt of this send; then the agent has the first-output bound to answer.
+                await engine.send(data, waiting=lambda: state.progress.live and state.proc is proc)
             except AgentrtError as exc:
                 await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
             except trio.Cancelled:
                 # The caller's scope was cancelled while the turn was being started: it still ends, once.
                 with trio.CancelScope(shield=True):
                     if state.proc is not None and state.progress.live:
-                        self._replace_process = True  # the write may have been cut short
+                        self._engine.replace_process()  # the write may have been cut short
                     await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
                 raise
             return state
+
+    # -- the engine's callbacks ----------------------------------------------
+    def _process_spec(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
+        # The file may have been swapped since the launch was validated (a
+        # respawn comes much later): check it again right before spawning.
+        self.launch.check_executable()
+        spec = self.launch.process_spec(
+            self.dialect,
+            resume=resume,
+            cwd=self._cwd,
+            parent_env=self._parent_env,
+            shutdown_line=codec.encode_shutdown(),
+        )
+        return spec if self._term_grace is None else attrs.evolve(spec, term_grace=self._term_grace)
+
+    def _new_codec(self, resume: str | None) -> HostCodec:
+        # A new process speaks a new stream: fresh codec and framing state.
+        codec = self.dialect.host_codec()
+        codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
+        return codec
+
+    def _probe(self) -> ProtocolProbe:
+        # Each process's output until its dialect recognises a line (agentrt._mismatch).
+        return ProtocolProbe(self.launch.protocol, self.launch.executable, self._first_output)
+
+    def _open_tap(self, proc: AgentProcess, number: int) -> RawTap | None:
+        if not self._taps:
+            return None
+        info = TapInfo(conversation_id=self.id, dialect=self.dialect.name, process=number, pid=proc.pid)
+        return tap_all([tap for source in self._taps if (tap := source.open_tap(info)) is not None])
+
+    def _idle(self) -> bool:
+        # No live turn: nothing waits on the output, so the read loop may park.
+        turn = self._turn
+        return turn is None or turn.progress.terminal is not None
+
+    async def _mismatch(self, failure: TurnFailed) -> None:
+        await self._fail(failure.code, failure.message)
+
+    async def _send_failed(self, exc: AgentrtError) -> None:
+        await self._fail(exc.code, exc.detail or exc.code)
+
+    async def _oversize(self, proc: AgentProcess, before: list[Event]) -> bool:
+        # Stopped before the turn ends: a next turn must not be written to this agent.
+        with trio.CancelScope(shield=True):
+            await proc.stop()
+        await self._dispatch(
+            before
+            + [Diagnostic(code="runtime_output_oversize", detail="stdout line exceeded 4 MiB; stopping the agent")]
+            + self._rules.fail_current("runtime_output_oversize", "the agent's output exceeded 4 MiB without a newline")
+        )
+        return False
+
+    async def _exited(self, end: ProcessEnd) -> None:
+        # How the process ended decides the live turn's fate.
+        status, turn = end.status, self._turn
+        ours = turn is not None and turn.proc is end.process
+        reason = None
+        ending = turn is not None and ours and turn.progress.live
+        if ending and turn is not None and not (turn.progress.cancel_requested or status.requested):
+            reason = await exit_reason(end.process, exit_how(status))  # the agent's last stderr lines say why
+        await self._dispatch(self._rules.at_exit(status, ours=ours, reason=reason))
 
     # -- shutdown ------------------------------------------------------------
     async def _aclose(self) -> None:
@@ -286,14 +361,15 @@ class Conversation(_ProcessManagement):
         with trio.CancelScope(shield=True):
             await self.stop()
             with trio.move_on_at(deadline):
-                live = self._live
-                if live is not None and live.parked:
-                    # No task will wake to leave the process context: leave it here.
-                    await live.close()
                 # Whatever the pump could not deliver is lost only if a sink hangs past the deadline.
                 if self._internal_events:
                     await self._dispatch([])
             await self._fanout.aclose(deadline=deadline)
+
+
+def _absolute(cwd: str | None) -> str:
+    # The working directory a protocol is told (ACP's session/new wants it absolute).
+    return os.path.abspath(cwd) if cwd else os.getcwd()
 
 
 @asynccontextmanager
@@ -368,7 +444,7 @@ async def open_conversation(
             try:
                 # Spawn now, not at the first send: output before the first input is
                 # then visible as such, and a spawn failure surfaces here.
-                await conv._ensure_process()
+                await conv._engine.ensure(resume)
                 yield conv
             finally:
                 await conv._aclose()

@@ -10,9 +10,9 @@ While a turn is live the task reads on as before, one blocking read per
 chunk, so streaming costs nothing extra.
 
 The process's context (:func:`open_process`) is entered by whoever spawns
-it and left by the pump's last task once the output has ended, or by the
-conversation when it closes while the pump is parked (then no task would
-ever run again to leave it).
+it (the engine, :class:`agentrt._engine.HostedProcess`) and left by the
+pump's last task once the output has ended, or by the engine when it closes
+while the pump is parked (then no task would ever run again to leave it).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class LiveProcess:
         nursery: trio.Nursery,
         idle: Callable[[], bool],
         after_output: Callable[[AgentProcess, PumpResult], Awaitable[None]],
+        park_until_exit: bool = True,
     ) -> None:
         self.proc = proc
         #: Set once the output has been handled and the process context left.
@@ -50,6 +51,7 @@ class LiveProcess:
         self._nursery = nursery
         self._idle = idle
         self._after_output = after_output
+        self._park_until_exit = park_until_exit
         self._closing = False
         self._running = False  # a task of ours runs (or is about to)
         self._result: PumpResult | None = None  # once the output has ended
@@ -83,7 +85,7 @@ class LiveProcess:
                 if self._result is None:
                     parked = True
                     return
-                if self.proc.call_on_exit(self._wake):
+                if self._park_until_exit and self.proc.call_on_exit(self._wake):
                     # The output ended but the agent lives on: its exit wakes us, no task waits.
                     parked = True
                     return

@@ -15,16 +15,20 @@ first line the configured dialect recognises; until then:
   the process lives, fails it the same way (:data:`FIRST_OUTPUT_TIMEOUT`, or
   ``AGENTRT_FIRST_OUTPUT_TIMEOUT``).
 
-The probe is synchronous and I/O-free; the conversation feeds it and stops
-the process on a mismatch (the next turn would only fail again).
+The probe is synchronous and I/O-free; :class:`FirstOutputWatch` wraps it
+for the engine (:class:`agentrt._engine.HostedProcess`), which feeds it and
+stops the process on a mismatch (the next turn would only fail again).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import trio
+
+from ._os import child_watch
 from .events import (
     ControlRequest,
     Diagnostic,
@@ -40,7 +44,14 @@ from .events import (
     TurnFailed,
 )
 
-__all__ = ["FIRST_OUTPUT_TIMEOUT", "PROTOCOL_MISMATCH", "ProtocolProbe", "first_output_timeout", "looks_like"]
+__all__ = [
+    "FIRST_OUTPUT_TIMEOUT",
+    "PROTOCOL_MISMATCH",
+    "FirstOutputWatch",
+    "ProtocolProbe",
+    "first_output_timeout",
+    "looks_like",
+]
 
 PROTOCOL_MISMATCH = "protocol_mismatch"
 
@@ -167,3 +178,68 @@ class ProtocolProbe:
             message=f"the agent wrote nothing {self.protocol} recognises within {self.bound:g} s of the prompt"
             f"{hint}; an agent that is only slow to start can be given longer with {_ENV}",
         )
+
+
+class FirstOutputWatch:
+    """One process's :class:`ProtocolProbe` and the bound on its first recognised line.
+
+    The engine (:class:`agentrt._engine.HostedProcess`) feeds it each chunk's
+    events while the output is a turn's answer (:meth:`look`), and arms the
+    bound after the first prompt (:meth:`arm`).  The bound is a timer of the
+    run's one watcher where there is one (no task waits while the output is
+    fine), else a task.  When it runs out while the prompt still waits,
+    ``on_silent`` gets the ``protocol_mismatch`` failure (it ends the turn and
+    stops the process).
+    """
+
+    def __init__(
+        self,
+        probe: ProtocolProbe,
+        *,
+        nursery: trio.Nursery,
+        on_silent: Callable[[TurnFailed], Awaitable[None]],
+    ) -> None:
+        self.probe = probe
+        self._nursery = nursery
+        self._on_silent = on_silent
+        self._recognised: trio.Event | None = None  # made when armed: set once the probe disarms
+
+    def look(self, events: list[Event]) -> tuple[list[Event], bool]:
+        """``events`` with the ``protocol_mismatch`` failure after the first foreign line, and whether there was one."""
+        found = self.probe.look(events)
+        if not self.probe.armed and self._recognised is not None:
+            self._recognised.set()
+        if found is None:
+            return events, False
+        at, failure = found
+        return [*events[: at + 1], failure, *events[at + 1 :]], True
+
+    def arm(self, waiting: Callable[[], bool]) -> None:
+        """After the first prompt: call ``on_silent`` if ``waiting()`` still holds :attr:`ProtocolProbe.bound` later.
+
+        ``waiting`` says whether the prompt still waits on this process (its turn
+        live, the process not exited); only the first call per process arms.
+        """
+        probe = self.probe
+        if not probe.armed or probe.bound is None or self._recognised is not None:
+            return
+        self._recognised = recognised = trio.Event()
+        if not child_watch.AVAILABLE:
+            self._nursery.start_soon(self._bound_task, waiting, recognised)
+            return
+
+        def due() -> None:
+            if probe.armed and waiting():
+                self._nursery.start_soon(self._silent, waiting)
+
+        child_watch.current_watcher().call_later(probe.bound, due)
+
+    async def _bound_task(self, waiting: Callable[[], bool], recognised: trio.Event) -> None:
+        assert self.probe.bound is not None
+        with trio.move_on_after(self.probe.bound):
+            await recognised.wait()
+        await self._silent(waiting)
+
+    async def _silent(self, waiting: Callable[[], bool]) -> None:
+        if self.probe.armed and waiting():  # not recognised (nor ended) in the meantime
+            await self._on_silent(self.probe.silent())

@@ -32,6 +32,7 @@ from ._os.child_watch import ChildWatcher
 from ._os.spawn import OwnedProcess, _LinuxProcess, open_owned_process
 from ._process_events import _ChildEvents
 from ._process_types import ExitStatus, ProcessSpec
+from ._tap import RawTap
 from .errors import AgentrtError
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
@@ -57,6 +58,10 @@ class AgentProcess(_ChildEvents):
     """Set once the child has exited (:attr:`exit_status` is then known)."""
     exit_status: ExitStatus | None
     """How it ended, once :attr:`exited` is set."""
+    tap: RawTap | None
+    """When set, gets every stdout chunk :meth:`receive_some` returns (before anyone decodes it)
+    and every write to stdin once written (:meth:`send` and the shutdown line), in order; it is
+    closed when the :func:`open_process` context is left.  See :class:`~agentrt.lowlevel.RawTap`."""
 
     def __init__(self, proc: OwnedProcess, spec: ProcessSpec) -> None:
         self._proc = proc
@@ -64,6 +69,7 @@ class AgentProcess(_ChildEvents):
         self.pid = proc.pid
         self.exited = trio.Event()
         self.exit_status = None
+        self.tap = None
         self._requested = False
         self._reaped = False
         self._output_ended = False
@@ -105,6 +111,9 @@ class AgentProcess(_ChildEvents):
                 await stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 raise AgentrtError("stdin_unavailable", "the agent's stdin is closed") from None
+            tap = self.tap
+            if tap is not None:
+                tap.agent_input(data)
 
     async def receive_some(self, max_bytes: int = READ_SIZE) -> bytes:
         """The next stdout chunk (at most ``max_bytes``); ``b""`` at end of output."""
@@ -116,7 +125,12 @@ class AgentProcess(_ChildEvents):
             if self._output_ended:
                 return b""
             raise
-        return data if type(data) is bytes else bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
+        tap = self.tap
+        if tap is not None and data:
+            tap.agent_output(data)
+        return data
 
     def stdout_fileno(self) -> int | None:
         """The stdout pipe's file descriptor (to tune the pipe), ``None`` when the stream has none."""
@@ -267,6 +281,9 @@ class AgentProcess(_ChildEvents):
                         await self._stdin.send_all(spec.shutdown_line)
                     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                         pass  # it is already gone or not reading: escalate
+                    else:
+                        if self.tap is not None:
+                            self.tap.agent_input(spec.shutdown_line)
             await self.close_stdin()
             with trio.move_on_after(spec.shutdown_grace):
                 await self.exited.wait()
@@ -298,6 +315,9 @@ class AgentProcess(_ChildEvents):
             await self.close_stdin()
             await self._stdout.aclose()
             await self._stderr_stream.aclose()
+        tap, self.tap = self.tap, None
+        if tap is not None:
+            tap.close()  # the process is done with: nothing more is read or written
 
 
 async def _spawn(spec: ProcessSpec) -> OwnedProcess:

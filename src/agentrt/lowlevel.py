@@ -18,7 +18,12 @@ are not: import from here).  The pieces:
   :data:`MAX_LINE_BYTES` (or, with ``on_oversize="skip"``, an
   :class:`OversizeLine` marker in the long line's place); :func:`parse_line` and :func:`encode_line` are the
   one-line forms, :func:`parse_fragment` parses one value cut out of a line the same way;
-* the host engine: :func:`pump_events` is the read loop every host uses
+* the host engine: :class:`HostedProcess` runs one agent process at a time
+  for a host (spawn and respawn with ``--resume``, the read loop and its
+  parking while idle, the first-output watch, raw taps, the bounded stop) and
+  hands each process's end over as a :class:`ProcessEnd`; a sink that is a
+  :class:`TapSource` gives a :class:`RawTap` per process (:class:`TapInfo`
+  says which); :func:`pump_events` is the read loop it and every host use
   (stdout → framing → codec → event lists, with malformed/oversize handling
   and exit watching: reading ends :data:`EXIT_OUTPUT_GRACE` after the exit),
   returning a :class:`PumpResult`; a line that is not JSON becomes a
@@ -48,6 +53,8 @@ API, because ordinary embedders use them too.
 from __future__ import annotations
 
 from ._cancel import CANCEL_GRACE as CANCEL_GRACE
+from ._engine import HostedProcess as HostedProcess
+from ._engine import ProcessEnd as ProcessEnd
 from ._exceptions import collapse_single_group as collapse_single_group
 from ._fanout import CLOSE_TIMEOUT as CLOSE_TIMEOUT
 from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
@@ -92,6 +99,7 @@ __all__ = [
     "ExitStatus",
     "EXIT_OUTPUT_GRACE",
     "Fanout",
+    "HostedProcess",
     "MALFORMED_LINE",
     "MAX_SINK_FAILURES",
     "PumpResult",
@@ -106,6 +114,7 @@ __all__ = [
     "Malformed",
     "OutputOversize",
     "OversizeLine",
+    "ProcessEnd",
     "ProcessSpec",
     "READ_SIZE",
     "collapse_single_group",
