@@ -14,16 +14,29 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn
 
+import attrs
 import click
 
 from ._cli_approval import approval_options
 from ._cli_sinks import sink_options
 from ._run_stdout import STDOUT_PIPE_SIZE as STDOUT_PIPE_SIZE
 from ._run_stdout import _StdoutSink as _StdoutSink
+
+if TYPE_CHECKING:
+    import trio
+
+    from ._approval import Answer, ApprovalPolicy, ApprovalPrompt, Asker
+    from ._conversation import Conversation
+    from ._launch import LaunchSpec
+    from ._plugins import Plugins
+    from .dialect import Dialect
+    from .events import TurnCompleted, TurnFailed
+    from .sinks import Sink
+    from .threads import ThreadStore
 
 EXIT_OK = 0
 EXIT_AGENT_ERROR = 1
@@ -42,19 +55,21 @@ def fail(code: str, message: str, status: int = EXIT_USAGE) -> NoReturn:
 class PausingAsker:
     """An asker that asks with the terminal sink's drawing paused, so nothing repaints over the question."""
 
-    def __init__(self, asker: Callable[[Any], Awaitable[Any]]) -> None:
+    def __init__(self, asker: Asker) -> None:
         self.asker = asker
         #: The terminal sink's ``paused`` (a :class:`~agentrt.sinks.PausableSink`), once there is one.
         self.pause: Callable[[str | None], AbstractAsyncContextManager[None]] | None = None
 
-    async def __call__(self, prompt: Any) -> Any:
+    async def __call__(self, prompt: ApprovalPrompt) -> Answer:
         if self.pause is None:
             return await self.asker(prompt)
         async with self.pause(prompt.request_id):
             return await self.asker(prompt)
 
 
-def build_launch(env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None) -> Any:
+def build_launch(
+    env: Mapping[str, str], protocol: str | None, model: str | None, agent: str | None = None
+) -> LaunchSpec:
     """The validated launch (named agent ``agent`` under the env, with command-line overrides); exits 2 on error."""
     from ._cli_agents import resolve_for_cli
 
@@ -165,8 +180,13 @@ def run(
         )
     except AgentrtError as exc:
         fail(exc.code, exc.detail)
-    status = trio.run(_run, launch, dialect, plugins, env, resume, thread, store, sink, prompt, log_sink, timeout,
-                      policy, conversation_id, asker, extra, resolved.first_output_timeout)
+    options = RunOptions(
+        launch=launch, dialect=dialect, plugins=plugins, env=env, prompt=prompt, sink=sink, policy=policy,
+        conversation_id=conversation_id, resume=resume, thread=thread, store=store, log_sink=log_sink,
+        extra_sinks=tuple(extra), turn_timeout=timeout, asker=asker,
+        first_output_timeout=resolved.first_output_timeout,
+    )
+    status = trio.run(_run, options)
     sys.exit(status)
 
 
@@ -190,24 +210,41 @@ def _read_prompt(prompt: str | None) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-async def _run(
-    launch: Any,
-    dialect: Any,
-    plugins: Any,
-    env: dict[str, str],
-    resume: str | None,
-    thread: str | None,
-    store: Any,
-    sink: _StdoutSink,
-    prompt: str,
-    log_sink: Any = None,
-    turn_timeout: float | None = None,
-    policy: Any = None,
-    conversation_id: str | None = None,
-    asker: PausingAsker | None = None,
-    extra_sinks: list[Any] | None = None,
-    first_output: Any = "env",
-) -> int:
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """Everything one ``agentrt run`` turn needs, resolved and validated by the command before ``trio.run``."""
+
+    launch: LaunchSpec
+    dialect: Dialect
+    plugins: Plugins
+    env: Mapping[str, str]
+    """The parent environment (the agent's own is built from it, never passed whole)."""
+    prompt: str
+    sink: _StdoutSink
+    """Plain text or ``--json`` on stdout (replaced by the terminal sink on a terminal)."""
+    policy: ApprovalPolicy
+    conversation_id: str
+    resume: str | None = None
+    thread: str | None = None
+    store: ThreadStore | None = None
+    """Where ``thread`` is kept: given exactly when ``thread`` is."""
+    log_sink: Sink | None = None
+    """The recorder, unless ``--no-log`` or logs are off."""
+    extra_sinks: tuple[Sink, ...] = ()
+    """The sinks ``--sink`` adds."""
+    turn_timeout: float | None = None
+    """``--timeout``: the turn ends ``turn_timeout`` after this many seconds without a result."""
+    asker: PausingAsker | None = None
+    """The terminal asker (mode ``ask``), when stdin and stderr are terminals."""
+    first_output_timeout: float | Literal["env"] | None = "env"
+    """What ``open_conversation(first_output_timeout=...)`` gets (see :class:`~agentrt._config.ResolvedAgent`)."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.thread is None) != (self.store is None):
+            raise ValueError("RunOptions: a thread needs its store, and a store its thread")
+
+
+async def _run(opts: RunOptions) -> int:
     import trio
 
     from ._conversation import RUNTIME_FAILURE_CODES, open_conversation
@@ -216,8 +253,10 @@ async def _run(
     from .events import TurnFailed
     from .threads import ThreadRecord
 
+    launch, plugins, sink, thread, store = opts.launch, opts.plugins, opts.sink, opts.thread, opts.store
+    resume, turn_timeout, policy = opts.resume, opts.turn_timeout, opts.policy
     record = None
-    if thread is not None:
+    if thread is not None and store is not None:
         try:
             record = await store.get_thread(thread)
         except AgentrtError as exc:  # e.g. database_unavailable: the store's own code, nothing spawned
@@ -234,22 +273,23 @@ async def _run(
         terminal_sink = plugins.sink_for("terminal") if not sink.as_json and sys.stdout.isatty() else None
     except AgentrtError as exc:  # ambiguous_sink_role, duplicate_registration: a configuration error
         fail(exc.code, exc.detail)
-    sinks: list[Any] = [terminal_sink({})] if terminal_sink is not None else [sink]
+    sinks: list[Sink] = [terminal_sink({})] if terminal_sink is not None else [sink]
     from .sinks import PausableSink
 
-    if asker is not None and isinstance(sinks[0], PausableSink):
-        asker.pause = sinks[0].paused  # the live status line holds still while a question is asked
-    if log_sink is not None:
-        sinks.append(log_sink)
-    sinks.extend(extra_sinks or ())
+    if opts.asker is not None and isinstance(sinks[0], PausableSink):
+        opts.asker.pause = sinks[0].paused  # the live status line holds still while a question is asked
+    if opts.log_sink is not None:
+        sinks.append(opts.log_sink)
+    sinks.extend(opts.extra_sinks)
 
-    live: list[Any] = []  # the conversation, once open
+    live: list[Conversation] = []  # the conversation, once open
     timeout_message = f"no result within {turn_timeout or 0:g} s; the agent was stopped"
 
-    async def converse() -> tuple[Any, str | None, Any]:
+    async def converse() -> tuple[TurnCompleted | TurnFailed | None, str | None, dict[str, int]]:
         async with open_conversation(
-            launch, plugins=plugins, dialect=dialect, resume=resume, sinks=sinks, parent_env=env,
-            permission_policy=policy, conversation_id=conversation_id, first_output_timeout=first_output,
+            launch, plugins=plugins, dialect=opts.dialect, resume=resume, sinks=sinks, parent_env=opts.env,
+            permission_policy=policy, conversation_id=opts.conversation_id,
+            first_output_timeout=opts.first_output_timeout,
         ) as conv:
             # Nobody reads the reply any more once stdout is closed: stop the turn
             # (leaving the block stops and reaps the agent).
@@ -260,17 +300,16 @@ async def _run(
                 async with trio.open_nursery() as timer:
                     if turn_timeout is not None:
                         timer.start_soon(_time_out, conv, turn_timeout, timeout_message)
-                    terminal = await conv.ask(prompt)
+                    terminal = await conv.ask(opts.prompt)
                     timer.cancel_scope.cancel()
             session_id = conv.session_id
-        if policy is not None:
-            from ._cli_approval import close_recorder
+        from ._cli_approval import close_recorder
 
-            await close_recorder(policy)
+        await close_recorder(policy)
         # Read after the block: the sinks have been flushed and closed by then.
         return terminal, session_id, conv.sink_failures
 
-    outcome: tuple[Any, str | None, Any] | None = None
+    outcome: tuple[TurnCompleted | TurnFailed | None, str | None, dict[str, int]] | None = None
     stopped_by: list[int] = []
     # The first SIGINT ends the turn through the dialect (its interrupt, a bounded wait for the
     # agent's own answer, then the stop): one turn_cancelled, then exit 130.  A second SIGINT,
@@ -307,7 +346,7 @@ async def _run(
         return 128 + stopped_by[0]
     assert outcome is not None
     terminal, session_id, sink_failures = outcome
-    if thread is not None:
+    if thread is not None and store is not None:
         try:
             await store.save_thread(
                 ThreadRecord(
@@ -338,7 +377,7 @@ async def _run(
     return EXIT_RUNTIME if sink_failures else EXIT_OK
 
 
-async def _time_out(conv: Any, seconds: float, message: str) -> None:
+async def _time_out(conv: Conversation, seconds: float, message: str) -> None:
     """``--timeout``: the turn ends with one ``turn_failed`` ``turn_timeout``; the agent is stopped at once."""
     import trio
 
@@ -346,7 +385,7 @@ async def _time_out(conv: Any, seconds: float, message: str) -> None:
     await conv.end_turn(code="turn_timeout", message=message, interrupt=False)
 
 
-async def _interrupt(conv: Any, signum: int, again: bool, everything: Any) -> None:
+async def _interrupt(conv: Conversation, signum: int, again: bool, everything: trio.CancelScope) -> None:
     """End the turn for a signal: through the dialect for the first SIGINT, the stop for SIGTERM.
 
     A second signal while the first one's cancel still waits kills the agent's

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["STDOUT_PIPE_SIZE", "_StdoutSink"]
 
@@ -23,7 +23,7 @@ class _StdoutSink:
     """
 
     name = "stdout"
-    policy = "block"
+    policy: Literal["block"] = "block"
     # Batches waiting for a slow reader are whole decoded batches (up to a
     # 256 KiB read's worth each, with bulk reads): a short buffer makes the
     # agent's output wait in its pipe instead.  Measured on the 100k-line
