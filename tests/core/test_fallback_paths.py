@@ -230,3 +230,13 @@ async def test_many_conversations_leave_no_descriptor_and_no_child(fallback: Fal
                     nursery.start_soon(one)
     assert len(os.listdir("/proc/self/fd")) <= fds_before
     assert our_children() == []
+
+
+async def test_a_silent_agent_fails_the_turn_after_the_first_output_bound(fallback: Fallback, tmp_path: Path) -> None:
+    # The bound is a task of the conversation here (a timer of the watcher on Linux).
+    with trio.fail_after(60):  # hang guard only: the bound below is half a second
+        async with open_conversation(
+            launch(tmp_path, "hang"), plugins=PLUGINS, parent_env=ENV, term_grace=0.2, first_output_timeout=0.5
+        ) as conv:
+            terminal = await conv.ask("anyone there?")
+    assert isinstance(terminal, TurnFailed) and terminal.code == "protocol_mismatch", terminal
