@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrt import AgentrtError
-from agentrt._plugins import Plugins
+from agentrt import AgentrtError, Plugins
 
 GOOD_KEY = "k" * 16
 ON = {

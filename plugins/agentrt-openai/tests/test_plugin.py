@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from agentrt._plugins import Plugins
+from agentrt import Plugins
 from agentrt.errors import AgentrtError
 
 

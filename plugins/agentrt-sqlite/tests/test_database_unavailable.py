@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrt.testing._tape_agent import write_tape_agent
+from agentrt.testing import write_tape_agent
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 

@@ -92,7 +92,7 @@ async def test_the_bot_store_keeps_the_model_snapshot(tmp_path: Path) -> None:
 
 
 async def test_upgrade_from_version_4_adds_approvals_and_keeps_turns(tmp_path: Path) -> None:
-    from agentrt._approval import ApprovalDecision
+    from agentrt.approval import ApprovalDecision
     from agentrt_sqlite._store import SqliteStore
 
     path = tmp_path / "v4.db"

@@ -1,7 +1,7 @@
 import sqlite3
 from pathlib import Path
 
-from agentrt._plugins import Plugins
+from agentrt import Plugins
 from agentrt.bots import BotRecord
 from agentrt.threads import ThreadRecord
 from agentrt_sqlite._store import SqliteStore

@@ -17,8 +17,7 @@ import httpx
 import trio
 
 from agentrt.events import EventBatch, TextDelta, TurnCompleted, TurnStarted
-from agentrt_sqlite._recorder import ConversationInfo
-from agentrt_sqlite._sink import SqliteSink
+from agentrt_sqlite.api import ConversationInfo, SqliteSink
 
 from .conftest import base_env
 

@@ -203,7 +203,7 @@ def test_spawn_failure_is_a_coded_error(tmp_path: Path, agent: Path, server_fact
 
 async def test_bot_timeline_is_paged(tmp_path: Path, agent: Path, server_factory: Any) -> None:
     from agentrt.bots import BotRecord
-    from agentrt_sqlite._store import SqliteStore
+    from agentrt_sqlite.api import SqliteStore
 
     from .conftest import write_bots
 

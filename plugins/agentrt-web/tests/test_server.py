@@ -272,7 +272,7 @@ class _PlainStore:
 
 
 async def test_chat_uses_the_browsing_protocol_only_when_the_store_offers_it(tmp_path: Path) -> None:
-    from agentrt_sqlite._store import SqliteStore
+    from agentrt_sqlite.api import SqliteStore
 
     sqlite_store = SqliteStore(tmp_path / "a.db")
     assert isinstance(sqlite_store, ThreadBrowser)
