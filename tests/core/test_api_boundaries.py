@@ -69,7 +69,8 @@ def violations(source: str, own_package: str | None) -> list[str]:
 
 def _modules() -> list[tuple[Path, str | None]]:
     out: list[tuple[Path, str | None]] = []
-    for src in sorted(ROOT.glob("plugins/*/src")):
+    # The plugin distributions and the guide's example plugins (third-party code, held to the same rule).
+    for src in sorted(ROOT.glob("plugins/*/src")) + sorted(ROOT.glob("docs/examples/*/src")):
         for path in sorted(src.rglob("*.py")):
             out.append((path, path.relative_to(src).parts[0]))
     out.extend((path, None) for path in sorted((ROOT / "bench").rglob("*.py")))
@@ -108,6 +109,19 @@ def test_plugins_and_benches_import_only_public_names_of_other_distributions() -
         for v in violations(path.read_text(encoding="utf-8"), own)
     ]
     assert not bad, "private imports across a distribution boundary:\n" + "\n".join(bad)
+
+
+def test_the_packages_agentrt_plugin_new_writes_import_only_public_names(tmp_path: Path) -> None:
+    from agentrt._plugin_new import KINDS, plugin_names, write_plugin
+
+    for kind in KINDS:
+        written = write_plugin(kind, f"acme-{kind}", tmp_path / kind)
+        sources = [p for p in written if p.suffix == ".py"]
+        assert len(sources) >= 3
+        own = plugin_names(f"acme-{kind}").package
+        bad = [f"{p.relative_to(tmp_path)} {v}" for p in sources
+               for v in violations(p.read_text(encoding="utf-8"), own)]
+        assert not bad, "private imports in a generated plugin:\n" + "\n".join(bad)
 
 
 def _constant_docstrings() -> dict[str, str]:
