@@ -30,7 +30,17 @@ from agentrt.lowlevel import parse_line
 from agentrt_awp_jsonl.anthropic import failure_code, failure_message, is_stable_code, tool_use_event
 
 from ._host_stream import _UNSET
-from ._typed import AssistantLine, RateLimitLine, ResultLine, TextBlock, ThinkingBlock, ToolArgs, UserLine, loads_raw
+from ._typed import (
+    AssistantLine,
+    RateLimitLine,
+    ResultLine,
+    TextBlock,
+    ThinkingBlock,
+    ToolArgs,
+    ToolUseBlock,
+    UserLine,
+    loads_raw,
+)
 
 __all__: list[str] = []
 
@@ -186,20 +196,21 @@ class _CompleteMessages:
         msg = typed.message.id
         out: list[Event] = []
         for position, block in enumerate(content):
-            kind = type(block)
-            if kind is TextBlock:
-                if block.text:  # type: ignore[union-attr]
-                    out.extend(self._unstreamed("text", msg, position, block.text, line))  # type: ignore[union-attr]
-            elif kind is ThinkingBlock:
-                if block.thinking:  # type: ignore[union-attr]
-                    out.extend(self._unstreamed("thinking", msg, position, block.thinking, line))  # type: ignore[union-attr]
-            else:
-                tool_id = block.id  # type: ignore[union-attr]
+            # ``type(block) is X`` per branch: narrowed for mypy, half the cost of ``match``
+            # on classes (bench/dispatch.py).
+            if type(block) is TextBlock:
+                if block.text:
+                    out.extend(self._unstreamed("text", msg, position, block.text, line))
+            elif type(block) is ThinkingBlock:
+                if block.thinking:
+                    out.extend(self._unstreamed("thinking", msg, position, block.thinking, line))
+            elif type(block) is ToolUseBlock:
+                tool_id = block.id
                 if tool_id is not None and tool_id in self._tools_emitted:
                     continue
                 # As tool_use_event builds it, the input parsed on first read.
-                name = block.name or "tool"  # type: ignore[union-attr]
-                fragment = block.input  # type: ignore[union-attr]
+                name = block.name or "tool"
+                fragment = block.input
                 tool_input: Any = JsonFragment(fragment, mapping=True)  # reads as the parsed mapping
                 out.append(
                     ToolUse(
