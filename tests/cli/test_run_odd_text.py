@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from agentrt.testing._tape_agent import write_tape_agent
+from agentrt_sqlite.api import read_events
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 
@@ -80,7 +81,7 @@ def test_lone_surrogate_mid_turn_is_stored_by_the_database_sink(tmp_path: Path) 
     assert proc.stdout.decode("utf-8") == REPLY + "\n"
     with sqlite3.connect(db) as conn:
         turns = conn.execute("SELECT outcome, reply FROM turns").fetchall()
-        types = [row[0] for row in conn.execute("SELECT type FROM events ORDER BY seq")]
+        types = [env["event"]["type"] for env in read_events(db)]
     assert turns == [("completed", REPLY)]
     assert types.count("text_delta") == 3 and "turn_completed" in types and types[-1] == "process_exited"
     # A second run resumes the stored session: the thread kept working too.

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import trio
 
+from agentrt_sqlite.api import read_events
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "embed_with_sinks.py"
 
 
@@ -27,7 +29,7 @@ async def test_embed_with_sinks_example(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         (session,) = conn.execute("SELECT session_id FROM threads WHERE name = 'demo'").fetchone()
         assert session and f"session {session}]" in out
-        types = [r[0] for r in conn.execute("SELECT type FROM events ORDER BY id")]
+        types = [env["event"]["type"] for env in read_events(db)]
         assert types[0] == "turn_started" and "turn_completed" in types and types[-1] == "process_exited"
     finally:
         conn.close()

@@ -20,10 +20,8 @@ subprocesses; their output, exit status and what each sink received are checked.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -159,8 +157,9 @@ def _stored_events(home: Path) -> int:
     path = home / ".local" / "share" / "agentrt" / "agentrt.db"
     if not path.exists():
         return 0
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
+    from agentrt_sqlite.api import read_events
+
+    return len(read_events(path))
 
 
 def test_plugins_lists_each_sinks_role_and_warns_of_two_recorders(site: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from agentrt import Plugins
 from agentrt.events import EventBatch, TurnStarted, to_json
-from agentrt_sqlite.api import SqliteSink
+from agentrt_sqlite.api import SqliteSink, read_events
 from agentrt_tui.api import TuiSink
 
 # Recorded from the real CLI by tests/captures/claude-code/record.py.
@@ -67,13 +67,13 @@ async def test_sqlite_stores_every_decoded_event(tmp_path: Path, name: str) -> N
     db = sqlite3.connect(tmp_path / "c.db")
     try:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        rows = db.execute("SELECT seq, type, data FROM events ORDER BY id").fetchall()
         outcome = db.execute("SELECT outcome FROM turns").fetchall()
     finally:
         db.close()
+    rows = read_events(tmp_path / "c.db")
     events = [ev for b in batches for ev in b.events]
-    assert [r[0] for r in rows] == list(range(len(events)))
-    for (_, kind, data), ev in zip(rows, events):
-        assert kind == ev.type
-        assert orjson.loads(data) == orjson.loads(orjson.dumps(to_json(ev)))
+    assert [r["seq"] for r in rows] == list(range(len(events)))
+    for row, ev in zip(rows, events):
+        assert row["event"]["type"] == ev.type
+        assert row["event"] == orjson.loads(orjson.dumps(to_json(ev)))
     assert outcome == [("failed",)] if name == "http_500" else [("completed",)]

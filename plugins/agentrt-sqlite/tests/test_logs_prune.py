@@ -40,6 +40,16 @@ def _age(tmp: Path, prompt: str, days: float) -> None:
     db.close()
 
 
+def _transcripts(tmp: Path) -> set[str]:
+    return {p.name for p in (tmp / "transcripts").glob("*.atr")}
+
+
+def _disk(tmp: Path) -> int:
+    """The database and its transcripts, in bytes (what the size limit counts)."""
+    return _count(tmp, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size") + sum(
+        p.stat().st_size for p in (tmp / "transcripts").glob("*.atr"))
+
+
 def _count(tmp: Path, sql: str) -> int:
     with sqlite3.connect(tmp / "logs.db") as db:
         n = int(db.execute(sql).fetchone()[0])
@@ -54,16 +64,20 @@ def test_prune_by_age_removes_whole_old_conversations_and_says_what(tmp_path: Pa
         assert cli(tmp_path, "run", "-a", "fx", prompt).returncode == 0
     _age(tmp_path, "ancient aardvark", 45)
     _age(tmp_path, "older okapi", 10)
-    events_before = _count(tmp_path, "SELECT count(*) FROM events")
+    files_before = _transcripts(tmp_path)
 
     done = cli(tmp_path, "logs", "--prune")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("removed 1 conversations (1 turns, "), done.stdout
     left = [json.loads(x)["prompt"] for x in cli(tmp_path, "logs", "--json").stdout.splitlines()]
     assert left == ["fresh ferret", "older okapi"]
-    # Whole: its events went with it, and search no longer finds it.
-    assert _count(tmp_path, "SELECT count(*) FROM events") < events_before
-    assert _count(tmp_path, "SELECT count(*) FROM events WHERE source NOT IN (SELECT id FROM conversations)") == 0
+    # Whole: its transcript went with it, and search no longer finds it.
+    left_files = _transcripts(tmp_path)
+    assert len(files_before) == 3 and left_files < files_before and len(left_files) == 2
+    with sqlite3.connect(tmp_path / "logs.db") as db:
+        named = {r[0] for r in db.execute("SELECT transcript FROM conversations")}
+    db.close()
+    assert named == left_files  # every file left is a conversation's, and every conversation has its file
     assert cli(tmp_path, "logs", "-q", "aardvark").stdout.strip() == "no matching turns"
     # Nothing else is past the limit; the command line wins over the config.
     assert cli(tmp_path, "logs", "--prune").stdout.startswith("nothing to remove")
@@ -93,7 +107,7 @@ def test_prune_to_a_size_removes_the_oldest_until_the_file_fits(tmp_path: Path) 
         done = cli(tmp_path, "run", "--protocol", "stream-json", name, AWP_AGENT_CLI_EXECUTABLE=agent)
         assert done.returncode == 0, done.stderr
         _age(tmp_path, name, days)
-    size_before = _count(tmp_path, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size")
+    size_before = _disk(tmp_path)
     limit = size_before * 0.6  # room for the newest conversation, not for all three
     (tmp_path / "config.toml").write_text(f"[logs]\nmax_size_mb = {limit / 1e6}\n")
 
@@ -102,7 +116,7 @@ def test_prune_to_a_size_removes_the_oldest_until_the_file_fits(tmp_path: Path) 
     report = json.loads(done.stdout)
     assert report["conversations"] >= 1 and report["compacted"] is True
     assert report["size_before"] == size_before and report["size_after"] <= limit
-    assert (tmp_path / "logs.db").stat().st_size <= limit  # compacted: the file itself fits
+    assert _disk(tmp_path) == report["size_after"] and (tmp_path / "logs.db").stat().st_size <= limit
     left = [json.loads(x)["prompt"] for x in cli(tmp_path, "logs", "--json").stdout.splitlines()]
     assert left == list(reversed(names))[: 3 - report["conversations"]]  # the oldest went first
     assert left[0] == "third"  # the newest stays

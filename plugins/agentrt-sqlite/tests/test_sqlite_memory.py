@@ -64,11 +64,17 @@ async def test_a_long_session_is_recorded_in_bounded_memory_and_whole(tmp_path: 
     # max_pending_bytes and a batch), the reply prefix, the events in flight.
     # Holding the reply, or the session, would take tens of MiB.
     assert peak < 4 * MIB, f"peak {peak / MIB:.1f} MiB for a {reply_bytes / MIB:.0f} MiB reply"
-    assert sink.committed == events
-    assert _rows(path, "SELECT count(*), count(DISTINCT seq) FROM events") == [(events, events)]
+    assert sink.committed == 2  # the index: the turn's start and end, no row per event
+    from agentrt_sqlite._reading import conversation_events
+
+    db = sqlite3.connect(path)
+    try:
+        assert [env["seq"] for env in conversation_events(db, "long")] == list(range(events))
+    finally:
+        db.close()
     turns = _rows(path, "SELECT length(reply), reply_clipped, first_seq, last_seq FROM turns")
     assert turns == [(64 * KIB, 1, 0, events - 1)]
-    # Readers get the whole reply back from the events.
+    # Readers get the whole reply back from the transcript.
     expected = "".join(_delta(i).text for i in range(batches * 64))
     store = SqliteStore(path)
     try:
@@ -96,19 +102,20 @@ async def test_a_reply_one_character_over_the_limit_keeps_exactly_the_limit(tmp_
     assert clipped == 1 and reply == (_delta(0).text + _delta(1).text)[: 8 * KIB - 1]
 
 
-async def test_the_queue_is_bounded_in_bytes_not_only_in_events(tmp_path: Path) -> None:
-    """A few huge events fill the queue long before ``max_pending`` events would."""
+async def test_the_queue_is_bounded_in_bytes_not_only_in_notes(tmp_path: Path) -> None:
+    """A few turns with big replies fill the index queue long before ``max_pending`` notes would."""
     sink = SqliteSink(tmp_path / "q.db", max_pending_bytes=64 * KIB, flush_interval=0.001)
     seen: list[int] = []
     with trio.fail_after(60):
         for i in range(40):
-            await sink.handle(EventBatch(source="q", first_seq=i, mono=0.0, wall=0.0,
-                                         events=(ToolResult(tool_use_id="t", content="r" * (48 * KIB)),)))
+            await sink.handle(EventBatch(source="q", first_seq=3 * i, mono=0.0, wall=0.0, events=(
+                TurnStarted(turn=i + 1, prompt="p"), TextDelta(text="r" * (48 * KIB)), TurnCompleted())))
             seen.append(sink._pending_bytes)
         await sink.aclose()
     # handle() returns with at most the bound plus the batch just queued waiting.
     assert max(seen) < 64 * KIB + 48 * KIB
-    assert sink.committed == 40
+    assert sink.committed == 80
+    assert _rows(tmp_path / "q.db", "SELECT count(*), min(length(reply)) FROM turns") == [(40, 48 * KIB)]
 
 
 def test_upgrade_from_version_5_keeps_turns_unclipped(tmp_path: Path) -> None:

@@ -1,5 +1,3 @@
-import json
-import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +34,21 @@ def _rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
         db.close()
 
 
+def _events(path: Path) -> list[tuple[str, int, str, dict]]:
+    """Every recorded event, conversation by conversation: the transcripts replayed."""
+    from agentrt_sqlite._reading import conversation_events
+
+    db = sqlite3.connect(path)
+    try:
+        out = []
+        for (cid,) in db.execute("SELECT id FROM conversations ORDER BY started_at, rowid").fetchall():
+            out.extend((env["source"], env["seq"], env["event"]["type"], env["event"])
+                       for env in conversation_events(db, cid))
+        return out
+    finally:
+        db.close()
+
+
 def _batch(source: str, seq: int, *events, mono: float = 0.0) -> EventBatch:
     return EventBatch(source=source, first_seq=seq, mono=mono, wall=1000.0 + seq, events=tuple(events))
 
@@ -51,7 +64,7 @@ async def test_conformance(tmp_path: Path) -> None:
 
     async def observe(sink: Sink) -> Sequence[tuple[str, int]]:
         path = paths[id(sink)]
-        return await trio.to_thread.run_sync(_rows, path, "SELECT source, seq FROM events ORDER BY id")
+        return [(source, seq) for source, seq, _, _ in await trio.to_thread.run_sync(_events, path)]
 
     await check_sink(factory, observe=observe)
 
@@ -64,15 +77,14 @@ async def test_every_event_is_stored_as_its_json_form(tmp_path: Path) -> None:
               ThinkingDelta(text="a\tb", index=3), TextDelta(text="", index=2)]
     await sink.handle(_batch("conv-1", 0, *events))
     await sink.aclose()
-    rows = _rows(sink.path, "SELECT seq, type, data, wall FROM events ORDER BY id")
-    assert [r[0] for r in rows] == list(range(len(events)))
-    for (_, kind, data, wall), ev in zip(rows, events):
+    rows = _events(sink.path)
+    assert [r[1] for r in rows] == list(range(len(events)))
+    for (_, _, kind, data), ev in zip(rows, events):
         assert kind == ev.type
-        assert wall == 1000.0
         if kind != "x_third_party":
-            assert orjson.loads(data) == orjson.loads(orjson.dumps(to_json(ev)))
-    third = next(r for r in rows if r[1] == "x_third_party")
-    assert orjson.loads(third[2]) == {"type": "x_third_party", "payload": {"anything": ["goes", 1]}}
+            assert data == orjson.loads(orjson.dumps(to_json(ev)))
+    third = next(r for r in rows if r[2] == "x_third_party")
+    assert third[3] == {"type": "x_third_party", "payload": {"anything": ["goes", 1]}}
 
 
 async def test_turns_conversations_and_thread_are_derived(tmp_path: Path) -> None:
@@ -117,19 +129,22 @@ async def test_bot_lifecycle_goes_to_timeline_and_state_history(tmp_path: Path) 
 async def test_backpressure_blocks_but_never_drops(tmp_path: Path) -> None:
     sink = SqliteSink(tmp_path / "a.db", max_pending=5, flush_interval=0.001)
     for i in range(400):
-        await sink.handle(_batch("c", i * 3, TextDelta(text="a"), TextDelta(text="b"), TextDelta(text="c")))
+        await sink.handle(_batch("c", i * 4, TurnStarted(turn=i + 1, prompt=f"p{i}"), TextDelta(text="a"),
+                                 TextDelta(text="b"), TurnCompleted()))
     await sink.flush()
-    assert sink.committed == 1200
+    assert sink.committed == 800  # every turn's start and end in the index
     await sink.aclose()
-    seqs = [r[0] for r in _rows(sink.path, "SELECT seq FROM events ORDER BY id")]
-    assert seqs == list(range(1200))
+    assert [r[1] for r in _events(sink.path)] == list(range(1600))
+    assert _rows(sink.path, "SELECT count(*), min(reply), max(reply) FROM turns WHERE outcome = 'completed'") == [
+        (400, "ab", "ab")]
 
 
 async def test_flush_makes_events_visible_to_readers_while_open(tmp_path: Path) -> None:
     sink = SqliteSink(tmp_path / "a.db")
-    await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    await sink.handle(_batch("c", 0, TurnStarted(turn=1, prompt="p"), TextDelta(text="x")))
     await sink.flush()
-    assert _rows(sink.path, "SELECT count(*) FROM events") == [(1,)]
+    assert _rows(sink.path, "SELECT prompt FROM turns") == [("p",)]
+    assert [r[2] for r in _events(sink.path)] == ["turn_started", "text_delta"]
     await sink.aclose()
 
 
@@ -137,13 +152,14 @@ async def test_unusable_database_fails_loudly_once_then_drops_quietly(tmp_path: 
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     sink = SqliteSink(blocker / "sub" / "a.db")
-    await sink.handle(_batch("c", 0, TextDelta(text="x")))
     with pytest.raises(AgentrtError) as info:
         with trio.fail_after(10):
-            await sink.flush()
-    # One recorder_failed naming the file and why; the runtime detaches the sink on it.
+            await sink.handle(_batch("c", 0, TextDelta(text="x")))
+    # One recorder_failed naming the file (the transcript or the database: whichever is
+    # written first) and why; the runtime detaches the sink on it.
     assert info.value.code == "recorder_failed"
-    assert repr(str(blocker / "sub" / "a.db")) in info.value.detail and "Not a directory" in info.value.detail
+    named = {repr(str(blocker / "sub" / "transcripts" / "c.atr")), repr(str(blocker / "sub" / "a.db"))}
+    assert any(n in info.value.detail for n in named) and "Not a directory" in info.value.detail
     await sink.handle(_batch("c", 1, TextDelta(text="y")))  # given up: later calls drop quietly
     await sink.flush()
     await sink.aclose()
@@ -169,7 +185,6 @@ def test_factory_options(tmp_path: Path) -> None:
 
 
 async def test_lone_surrogates_and_huge_ints_are_kept_exactly(tmp_path: Path) -> None:
-    import json
 
     from agentrt.events import RawEvent, Status, ThinkingDelta, ToolResult
 
@@ -180,9 +195,9 @@ async def test_lone_surrogates_and_huge_ints_are_kept_exactly(tmp_path: Path) ->
               Status(kind="x", detail={"n": 2**70}))
     await sink.handle(_batch("c", 0, *events))
     await sink.aclose()
-    rows = _rows(sink.path, "SELECT seq, data FROM events ORDER BY id")
-    assert [r[0] for r in rows] == [0, 1, 2, 3, 4, 5]
-    got = [json.loads(r[1]) for r in rows]
+    rows = _events(sink.path)
+    assert [r[1] for r in rows] == [0, 1, 2, 3, 4, 5]
+    got = [r[3] for r in rows]
     assert got[0] == {"type": "text_delta", "text": "half an emoji \ud83d", "index": 0}
     assert got[2] == {"type": "tool_result", "tool_use_id": "t", "content": "x\udc00y", "is_error": True}
     assert got[3] == {"type": "raw", "name": "big \ud800"}
@@ -230,51 +245,15 @@ async def test_two_sinks_share_one_file_and_removing_a_live_thread_is_harmless(t
     await a.aclose()
     await b.aclose()
     await store.aclose()
-    counts = dict(_rows(path, "SELECT source, count(*) FROM events GROUP BY source"))
-    assert counts == {"conv-a": 1, "conv-b": 302}
+    # The thread's rows and transcript are gone; what sink a wrote after went to a fresh transcript no row names.
+    assert _rows(path, "SELECT id FROM conversations") == [("conv-b",)]
+    assert [r[1] for r in _events(path)] == list(range(302))
     assert _rows(path, "SELECT reply FROM turns t JOIN conversations c ON t.conversation_id = c.id"
                        " WHERE c.id = 'conv-b'") == [("".join(f"{i} " for i in range(1, 301)),)]
 
 
-@pytest.mark.parametrize("count", [1, 2, 3, 255, 256, 257, 1000])
-@pytest.mark.parametrize("variable_limit", [None, 999, 20])
-def test_event_rows_keep_their_order_whatever_the_statement_sizes(
-    tmp_path: Path, count: int, variable_limit: int | None
-) -> None:
-    """Rows go in by multi-row INSERTs sized to the SQLite build's variable limit; order and content hold."""
-    import sqlite3
-
-    from agentrt_sqlite._recorder import _insert_rows, _insert_sql
-
-    db = sqlite3.connect(tmp_path / "rows.db", isolation_level=None)
-    db.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, source TEXT, seq INTEGER, mono REAL,"
-               " wall REAL, type TEXT, data TEXT)")
-    if variable_limit is not None:
-        db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, variable_limit)
-    flat: list[object] = []
-    expected = []
-    for i in range(count):
-        if i % 3 == 0:
-            flat.extend(("c", i, 1.0, 2.0, "text_delta", 1, f"t{i}", i % 4, None))
-            expected.append({"type": "text_delta", "text": f"t{i}", "index": i % 4})
-        elif i % 3 == 1:
-            flat.extend(("c", i, 1.0, 2.0, "tool_result", 2, f"r{i}", f"id{i}", "true"))
-            expected.append({"type": "tool_result", "tool_use_id": f"id{i}", "content": f"r{i}", "is_error": True})
-        else:
-            flat.extend(("c", i, 1.0, 2.0, "status", 0, json.dumps({"type": "status", "n": i}).encode(), None, None))
-            expected.append({"type": "status", "n": i})
-    _insert_rows(db, flat)
-    got = db.execute("SELECT seq, data FROM events ORDER BY id").fetchall()
-    assert [seq for seq, _ in got] == list(range(count))
-    assert [json.loads(data) for _, data in got] == expected
-    # The largest statement used stays within the limit (SQLite refuses it otherwise).
-    limit = variable_limit or db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    numbers = [int(n) for n in re.findall(r"\?(\d+)", _insert_sql(min(256, limit // 9)))]
-    assert max(numbers) <= limit
-
-
 async def test_a_lone_surrogate_in_a_prompt_or_reply_does_not_fail_the_recording(tmp_path: Path) -> None:
-    """SQLite text cannot hold it: the turn row gets U+FFFD, the events keep the exact text."""
+    """SQLite text cannot hold it: the turn row gets U+FFFD, the transcript keeps the exact text."""
     path = tmp_path / "s.db"
     sink = SqliteSink(path, flush_interval=0.001)
     await sink.handle(EventBatch(source="c", first_seq=0, mono=0.0, wall=0.0, events=(
@@ -282,5 +261,5 @@ async def test_a_lone_surrogate_in_a_prompt_or_reply_does_not_fail_the_recording
         TurnCompleted())))
     await sink.aclose()
     assert _rows(path, "SELECT prompt, reply, outcome FROM turns") == [("ask \ufffd", "half \ufffd more", "completed")]
-    texts = [json.loads(d).get("text") for (d,) in _rows(path, "SELECT data FROM events ORDER BY seq")]
+    texts = [r[3].get("text") for r in _events(path)]
     assert texts[1:3] == ["half \ud83d", " more"]

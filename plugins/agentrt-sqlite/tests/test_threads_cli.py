@@ -66,9 +66,10 @@ async def test_list_show_export_rm(tmp_path: Path) -> None:
         assert _agentrt(db, "threads", "list").stdout.strip() == "no threads"
         assert _agentrt(db, "threads", "rm", "proj").returncode == 1
         conn = sqlite3.connect(db)
-        # The thread's events went with it; the unnamed conversation's stayed.
-        assert conn.execute("SELECT DISTINCT source FROM events").fetchall() == [("c2",)]
+        # The thread's conversation and transcript went with it; the unnamed conversation's stayed.
+        assert conn.execute("SELECT id, transcript FROM conversations").fetchall() == [("c2", "c2.atr")]
         conn.close()
+        assert sorted(p.name for p in (db.parent / "transcripts").iterdir()) == ["c2.atr"]
 
     await trio.to_thread.run_sync(cli_part)
 

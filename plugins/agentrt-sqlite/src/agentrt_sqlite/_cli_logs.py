@@ -88,13 +88,13 @@ def _prune(prune: bool, max_age_days: float | None, max_size_mb: float | None, a
     if as_json:
         click.echo(orjson.dumps({**attrs.asdict(report), "max_age_days": days, "max_size_mb": mb}).decode())
         return
-    mib = f"{report.size_before / 1e6:.1f} MB → {report.size_after / 1e6:.1f} MB"
+    mib = f"{report.size_before / 1e6:.1f} MB → {report.size_after / 1e6:.1f} MB"  # database and transcripts
     if not report.conversations:
         click.echo(f"nothing to remove ({mib})")
         return
-    click.echo(f"removed {report.conversations} conversations ({report.turns} turns, {report.events} events, "
-               f"{report.approvals} approval decisions) started {_when(report.first_started)} to "
-               f"{_when(report.last_started)}; database {mib}"
+    click.echo(f"removed {report.conversations} conversations ({report.turns} turns, {report.transcripts} "
+               f"transcripts, {report.events} event rows, {report.approvals} approval decisions) started "
+               f"{_when(report.first_started)} to {_when(report.last_started)}; database and transcripts {mib}"
                + ("" if report.compacted else " (not compacted: busy; the space is reused)"))
 
 

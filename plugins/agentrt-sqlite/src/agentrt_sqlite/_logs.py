@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ._reading import turn_texts
+
 __all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "reply_slice", "list_approvals",
            "record_approval", "search_turns", "latest_conversation"]
 
@@ -22,24 +24,21 @@ LOG_FIELDS = (
 _SELECT = (
     "SELECT u.id, u.conversation_id, u.turn, u.prompt, u.reply, u.outcome, u.code, u.started_at, u.duration,"
     " u.input_tokens, u.output_tokens, c.agent, c.dialect, c.executable, c.model, c.session_id, t.name,"
-    " c.continues, u.reply_clipped, u.first_seq, u.last_seq FROM turns u JOIN conversations c"
+    " c.continues, u.reply_clipped, u.first_seq, u.last_seq, u.tx_end FROM turns u JOIN conversations c"
     " ON u.conversation_id = c.id LEFT JOIN threads t ON c.thread_id = t.id"
 )
 
 
-def full_reply(db: sqlite3.Connection, conversation_id: str, first_seq: int, last_seq: int) -> str:
-    """A turn's whole reply, read back from its text deltas in ``events``.
+def full_reply(
+    db: sqlite3.Connection, conversation_id: str, first_seq: int, last_seq: int | None, tx_end: int | None = None
+) -> str:
+    """A turn's whole reply, read back from its text deltas: its transcript replayed (or its ``events`` rows).
 
     For a turn whose ``reply`` column holds only the first part
-    (``reply_clipped``): the recorder keeps a bounded prefix in memory, the
-    events keep every delta.
+    (``reply_clipped``): the recorder keeps a bounded prefix, the transcript
+    keeps every byte.
     """
-    cur = db.execute(
-        "SELECT json_extract(data, '$.text') FROM events WHERE source = ? AND seq > ? AND seq < ?"
-        " AND type = 'text_delta' ORDER BY seq",
-        (conversation_id, first_seq, last_seq),
-    )
-    return "".join(text for (text,) in cur)
+    return "".join(turn_texts(db, conversation_id, first_seq, last_seq, tx_end))
 
 
 def reply_slice(
@@ -48,29 +47,24 @@ def reply_slice(
     """Characters ``[offset, offset + size)`` of a thread's turn's reply, and whether more follow.
 
     ``None``: the thread has no such turn.  A reply whole in its row is cut there; a clipped one (``reply_clipped``) is
-    read delta by delta from ``events``, keeping only the part asked for.
+    read delta by delta from its transcript's replay, keeping only the part asked for.
     """
     offset, size = max(0, offset), max(1, size)
     row = db.execute(
-        "SELECT substr(u.reply, ?, ?), length(u.reply), u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
-        " JOIN conversations c ON u.conversation_id = c.id JOIN threads t ON c.thread_id = t.id"
+        "SELECT substr(u.reply, ?, ?), length(u.reply), u.reply_clipped, u.first_seq, u.last_seq, u.tx_end"
+        " FROM turns u JOIN conversations c ON u.conversation_id = c.id JOIN threads t ON c.thread_id = t.id"
         " WHERE t.name = ? AND u.conversation_id = ? AND u.turn = ?",
         (offset + 1, size, thread, conversation_id, turn),
     ).fetchone()
     if row is None:
         return None
-    part, length, clipped, first_seq, last_seq = row
+    part, length, clipped, first_seq, last_seq, tx_end = row
     if not clipped:
         return part or "", (length or 0) > offset + size
-    cur = db.execute(
-        "SELECT json_extract(data, '$.text') FROM events WHERE source = ? AND seq > ? AND seq < ?"
-        " AND type = 'text_delta' ORDER BY seq",
-        (conversation_id, first_seq, last_seq if last_seq is not None else 1 << 62),
-    )
     pieces: list[str] = []
     at = 0  # characters of the reply before the current delta
     end = offset + size
-    for (text,) in cur:
+    for text in turn_texts(db, conversation_id, first_seq, last_seq, tx_end):
         if at + len(text) > offset and at < end:
             pieces.append(text[max(0, offset - at) : end - at])
         at += len(text)
@@ -114,9 +108,9 @@ def search_turns(
     out = []
     for row in cur.fetchall():
         turn = dict(zip(LOG_FIELDS, row))
-        clipped, first_seq, last_seq = row[len(LOG_FIELDS):]
+        clipped, first_seq, last_seq, tx_end = row[len(LOG_FIELDS):]
         if clipped:
-            turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq)
+            turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq, tx_end)
         out.append(turn)
     return out
 

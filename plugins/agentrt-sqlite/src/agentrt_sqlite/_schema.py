@@ -207,8 +207,21 @@ def _v7(db: _Tx) -> None:
     db.execute("ALTER TABLE threads ADD COLUMN agent TEXT")
 
 
+def _v8(db: _Tx) -> None:
+    # Transcripts: a conversation's events are its transcript file (under
+    # ``transcripts/`` beside the database) replayed, no longer rows of
+    # ``events``; ``transcript`` names the file (NULL: recorded before, its
+    # events stay in ``events`` and are read from there).  A turn's records
+    # end before ``tx_end`` (a replay of the turn reads no further) and its
+    # start was noted at ``tx_start``; ``message`` is a failed turn's message.
+    db.execute("ALTER TABLE conversations ADD COLUMN transcript TEXT")
+    db.execute("ALTER TABLE turns ADD COLUMN tx_start INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN tx_end INTEGER")
+    db.execute("ALTER TABLE turns ADD COLUMN message TEXT")
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -279,8 +292,8 @@ def connect(path: Path, *, target: int = SCHEMA_VERSION, foreign_keys: bool = Tr
             # Prompts and replies can be private: the file is the user's only.
             os.chmod(path, 0o600)
         if fresh:
-            # Events carry multi-KiB JSON; 16 KiB pages halve the page overhead.
-            # Only effective before the first table exists.
+            # Replies carry up to a MiB of text; 16 KiB pages halve the page
+            # overhead.  Only effective before the first table exists.
             db.execute("PRAGMA page_size=16384")
         _set_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")

@@ -1,21 +1,24 @@
-"""The database sink: batches handed over on the trio thread, written by one writer thread.
+"""The database sink: transcripts appended on the trio thread, the index written by one writer thread.
 
-``handle()`` only appends to an in-memory group (a lock held for a list
-append) and returns; the writer thread takes the whole group, writes it in one
-transaction and commits.  Commits are paced at ``flush_interval`` (20 ms by
-default), so while events flow at most the last ~``flush_interval`` plus one
-write is lost if the process is killed, and a burst costs one transaction, not
-one per batch.  The policy is ``block``: when ``max_pending`` events or
-``max_pending_bytes`` of their payloads wait, ``handle()`` awaits (in a worker
-thread, abandoning on cancel) until the writer catches up; nothing is ever
-dropped.  So the queue, and each transaction, stays within a few MiB however
-long the session and however fast the agent writes.
+Each conversation's events go to its transcript file (see
+:mod:`agentrt_sqlite._transcript`): the agent's raw output through the
+:class:`~agentrt.lowlevel.RawTap` this sink hands out (:meth:`SqliteSink.open_tap`),
+and in ``handle()`` the few events a replay cannot decode again
+(:mod:`agentrt_sqlite._notes`).  What the index needs of a batch (turn starts
+and ends with the capped reply, sessions, exits, bot rows) is appended to an
+in-memory group (a lock held for a list append); the writer thread takes the
+whole group, writes it in one transaction and commits.  Commits are paced at
+``flush_interval`` (20 ms by default).  The policy is ``block``: when
+``max_pending`` notes or ``max_pending_bytes`` of reply text wait,
+``handle()`` awaits (in a worker thread, abandoning on cancel) until the writer
+catches up; nothing is ever dropped.
 
-When the database cannot be written (a full disk, an unwritable or missing
-directory, a file that is not a database), the sink gives up once: the next
-``handle()``, ``flush()`` or ``aclose()`` raises ``recorder_failed`` naming
-the file and the reason (the runtime detaches it with one diagnostic and the
-conversation goes on unrecorded); every later call returns quietly.
+When the transcript or the database cannot be written (a full disk, an
+unwritable or missing directory, a file that is not a database), the sink
+gives up once: the next ``handle()``, ``flush()`` or ``aclose()`` raises
+``recorder_failed`` naming the file and the reason (the runtime detaches it
+with one diagnostic and the conversation goes on unrecorded); every later call
+returns quietly, and its taps write nothing more.
 """
 
 from __future__ import annotations
@@ -29,20 +32,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 import trio
 
 from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch
+from agentrt.lowlevel import RawTap, TapInfo
 
 from ._location import database_path
-from ._recorder import REPLY_LIMIT, ConversationInfo, Prepared, Recorder, prepare
+from ._notes import ConversationLog
+from ._recorder import REPLY_LIMIT, ConversationInfo, Note, Recorder
 from ._schema import connect
+from ._transcript import Transcript, TranscriptTap, transcript_dir, transcript_name
 
 __all__ = ["SqliteSink", "make_sink"]
 
 
 class SqliteSink:
-    """Stores every event envelope, and the conversations and turns they describe."""
+    """Records conversations: their transcripts, and the conversations and turns they describe in the index.
+
+    Also a :class:`agentrt.lowlevel.TapSource`: :meth:`open_tap` gives each agent process's raw tap.
+    """
 
     name = "sqlite"
     policy: Literal["block"] = "block"
@@ -74,7 +84,9 @@ class SqliteSink:
         #: The writer thread's id once its priority was lowered (Linux).
         self.writer_tid: int | None = None
         self._cond = threading.Condition()
-        self._pending: list[Prepared] = []
+        self._pending: list[Note] = []
+        self._logs: dict[str, ConversationLog] = {}
+        self._dir = transcript_dir(path)
         self._pending_events = 0
         self._pending_bytes = 0
         self._closing = False
@@ -85,12 +97,43 @@ class SqliteSink:
         self._handed_total = 0
         self._close_done = False
         self._gave_up = False  # recorder_failed was raised: later calls drop quietly
-        #: Events committed so far (read by tests and the benchmark).
+        #: Index items committed so far (read by tests and the benchmark).
         self.committed = 0
+
+    # -- transcripts -----------------------------------------------------
+    def _log(self, source: str, dialect: str | None = None) -> ConversationLog:
+        log = self._logs.get(source)
+        if log is None:
+            path = self._dir / transcript_name(source)
+            transcript = Transcript(path, source, dialect or self.info.dialect, self._transcript_failed)
+            log = self._logs[source] = ConversationLog(source, transcript, self.reply_limit)
+        return log
+
+    def _transcript_failed(self, path: Path, exc: OSError) -> None:
+        # From a tap or handle(): never raises there; the next handle() reports it.
+        with self._cond:
+            if self._error is None:
+                self._error = _TranscriptError(path, exc)
+            self._cond.notify_all()
+
+    def open_tap(self, info: TapInfo) -> RawTap | None:
+        """The raw tap of one agent process of conversation ``info.conversation_id`` (``None``: not recording)."""
+        if self._gave_up or self._closing or self._error is not None:
+            return None
+        transcript = self._log(info.conversation_id, info.dialect).transcript
+        transcript.processes += 1
+        meta = {"process": info.process, "pid": info.pid, "dialect": info.dialect}
+        if transcript.append(b"P", orjson.dumps(meta)) < 0:
+            return None
+        transcript.taps += 1
+        return TranscriptTap(transcript, self._tap_closed)
+
+    def _tap_closed(self, transcript: Transcript) -> None:
+        transcript.taps -= 1
 
     # -- trio side -----------------------------------------------------
     async def handle(self, batch: EventBatch) -> None:
-        """Queue ``batch`` for the writer; waits only when ``max_pending`` events are queued."""
+        """Record ``batch`` in its transcript and queue its index note; waits only when the queue is full."""
         if self._gave_up:
             return
         if self._error is not None:
@@ -100,12 +143,16 @@ class SqliteSink:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="agentrt-sqlite-writer", daemon=True)
             self._thread.start()
-        prepared = prepare(batch)
+        note = self._log(batch.source).take(batch)
+        if self._error is not None:
+            raise self._failure()
+        if note is None:
+            return
         with self._cond:
-            self._pending.append(prepared)
-            self._pending_events += len(batch.events)
-            self._pending_bytes += prepared.size
-            self._handed_total += len(batch.events)
+            self._pending.append(note)
+            self._pending_events += len(note.items)
+            self._pending_bytes += note.size
+            self._handed_total += len(note.items)
             full = self._full()
             # Wake the writer only when it waits for work, or paces while the
             # queue is full: then waiting out the interval would only stall us.
@@ -131,12 +178,16 @@ class SqliteSink:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+        for log in self._logs.values():
+            log.transcript.release()
         thread = self._thread
         if thread is not None and thread.is_alive():
             with trio.move_on_after(self.close_timeout) as scope:
                 await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
             if scope.cancelled_caught:
                 raise AgentrtError("sink_close_timeout", "the sqlite writer did not finish in time")
+        for log in self._logs.values():
+            log.transcript.release()
         if self._error is not None and not self._close_done and not self._gave_up:
             self._close_done = True
             raise self._failure()
@@ -162,12 +213,18 @@ class SqliteSink:
 
     def _failure(self) -> AgentrtError:
         err = self._error
+        path = self.path
+        if isinstance(err, _TranscriptError):
+            path, err = err.path, err.error
         reason = _storage_fault(err)
         if reason is not None:
             self._gave_up = True
+            for log in self._logs.values():
+                log.transcript.failed = True  # its taps write nothing more
+                log.transcript.release()
             return AgentrtError(
                 "recorder_failed",
-                f"cannot record to {str(self.path)!r}: {reason}; the conversation goes on unrecorded",
+                f"cannot record to {str(path)!r}: {reason}; the conversation goes on unrecorded",
             )
         if isinstance(err, AgentrtError):
             return err
@@ -196,7 +253,7 @@ class SqliteSink:
                 self._cond.notify_all()
             return
         try:
-            recorder = Recorder(db, self.info, reply_limit=self.reply_limit)
+            recorder = Recorder(db, self.info)
             last = 0.0
             while True:
                 with self._cond:
@@ -228,6 +285,15 @@ class SqliteSink:
                 self._cond.notify_all()
         finally:
             db.close()
+
+
+class _TranscriptError(Exception):
+    """A transcript file could not be written (its path and the OS's error)."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(str(path))
+        self.path = path
+        self.error = error
 
 
 def _storage_fault(err: BaseException | None) -> str | None:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
 import trio
 
 from agentrt.errors import AgentrtError
@@ -22,6 +21,7 @@ from agentrt.events import Diagnostic
 from agentrt.threads import ThreadRecord, ThreadSummary
 
 from ._bot_rows import BotRows
+from ._reading import ThreadEvents, transcript_of
 from ._schema import connect
 
 __all__ = ["SqliteStore", "ThreadSummary", "SESSION_ID_RE"]
@@ -42,6 +42,7 @@ class SqliteStore(BotRows):
         self.path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._pages = ThreadEvents()
 
     # -- plumbing --------------------------------------------------------
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -58,6 +59,7 @@ class SqliteStore(BotRows):
 
         def close() -> None:
             with self._lock:
+                self._pages = ThreadEvents()
                 if self._db is not None:
                     self._db.close()
                     self._db = None
@@ -119,7 +121,7 @@ class SqliteStore(BotRows):
         return [ThreadSummary(record=_thread(r[:6])[0], created_at=r[6], updated_at=r[7], turns=r[8]) for r in rows]
 
     async def delete_thread(self, name: str) -> bool:
-        """Forget a thread with its conversations, turns and events; ``False`` if unknown."""
+        """Forget a thread with its conversations, turns, events and transcripts; ``False`` if unknown."""
 
         def q(db: sqlite3.Connection) -> bool:
             db.execute("BEGIN IMMEDIATE")
@@ -128,6 +130,8 @@ class SqliteStore(BotRows):
                 if row is None:
                     db.execute("ROLLBACK")
                     return False
+                ids = [r[0] for r in db.execute("SELECT id FROM conversations WHERE thread_id = ?", (row[0],))]
+                files = [p for p in (transcript_of(db, cid) for cid in ids) if p is not None]
                 db.execute(
                     "DELETE FROM events WHERE source IN (SELECT id FROM conversations WHERE thread_id = ?)",
                     (row[0],),
@@ -135,6 +139,8 @@ class SqliteStore(BotRows):
                 # turns and conversations go by ON DELETE CASCADE.
                 db.execute("DELETE FROM threads WHERE id = ?", (row[0],))
                 db.execute("COMMIT")
+                for path in files:  # after the commit: a crash in between leaves a file no row names, never the reverse
+                    path.unlink(missing_ok=True)
                 return True
             except BaseException:
                 db.execute("ROLLBACK")
@@ -215,20 +221,20 @@ class SqliteStore(BotRows):
                 " CASE WHEN ?1 < 0 THEN u.reply ELSE substr(u.reply, 1, ?1) END AS reply, u.outcome, u.code,"
                 " u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
                 " u.started_at, u.duration, CASE WHEN ?1 < 0 THEN 0 ELSE length(u.reply) > ?1 END,"
-                " u.reply_clipped, u.first_seq, u.last_seq FROM turns u"
+                " u.reply_clipped, u.first_seq, u.last_seq, u.tx_end FROM turns u"
                 " JOIN conversations c ON u.conversation_id = c.id"
                 " JOIN threads t ON c.thread_id = t.id WHERE t.name = ?2 ORDER BY u.started_at, u.id LIMIT ?3",
                 (chars, name, cap),
             )
-            cols = [d[0] for d in cur.description][:-4]
+            cols = [d[0] for d in cur.description][:-5]
             out = []
             for r in cur.fetchall():
                 turn = dict(zip(cols, r))
-                longer, clipped, first_seq, last_seq = r[-4:]
+                longer, clipped, first_seq, last_seq, tx_end = r[-5:]
                 if reply_chars is not None:
                     turn["reply_more"] = bool(longer or clipped)
-                elif clipped:  # the column has the first part only: read the whole from the events
-                    turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq)
+                elif clipped:  # the column has the first part only: read the whole from the transcript
+                    turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq, tx_end)
                 out.append(turn)
             return out
 
@@ -248,23 +254,15 @@ class SqliteStore(BotRows):
         return await self._run(lambda db: reply_slice(db, name, conversation_id, turn, offset, size))
 
     async def thread_events(self, name: str, *, after: int = 0, limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
-        """A page of the thread's stored event envelopes, in order, and the cursor for the next.
+        """A page of the thread's event envelopes, in order, and the cursor for the next.
 
         Pass the returned cursor as ``after`` until the page comes back empty.
+        The events are the thread's transcripts replayed (see
+        :mod:`agentrt_sqlite._replay`), or the rows of conversations recorded
+        before transcripts; reading page after page continues one replay.
         """
         limit = max(1, min(int(limit), 10_000))
-
-        def q(db: sqlite3.Connection) -> list[Any]:
-            return db.execute(
-                "SELECT e.id, e.source, e.seq, e.mono, e.wall, e.data FROM events e"
-                " JOIN conversations c ON e.source = c.id JOIN threads t ON c.thread_id = t.id"
-                " WHERE t.name = ? AND e.id > ? ORDER BY e.id LIMIT ?",
-                (name, after, limit),
-            ).fetchall()
-
-        rows = await self._run(q)
-        page = [{"source": s, "seq": n, "mono": m, "wall": w, "event": orjson.loads(d)} for _, s, n, m, w, d in rows]
-        return page, (rows[-1][0] if rows else after)
+        return await self._run(lambda db: self._pages.page(db, name, after, limit))
 
 
 def _thread(row: Sequence[Any]) -> tuple[ThreadRecord, Diagnostic | None]:

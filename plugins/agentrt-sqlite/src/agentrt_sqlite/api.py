@@ -4,14 +4,18 @@ Import from here to record conversations or read threads and bots without
 going through the plugin registry::
 
     from agentrt_sqlite.api import SqliteSink, SqliteStore
+
+``read_events(database)`` gives the recorded events back (the transcripts
+replayed through their dialects' decoders).
 """
 
 from __future__ import annotations
 
+from ._reading import read_events as read_events
 from ._recorder import ConversationInfo as ConversationInfo
 from ._sink import SqliteSink as SqliteSink
 from ._sink import make_sink as make_sink
 from ._store import SqliteStore as SqliteStore
 from ._store import ThreadSummary as ThreadSummary
 
-__all__ = ["ConversationInfo", "SqliteSink", "SqliteStore", "ThreadSummary", "make_sink"]
+__all__ = ["ConversationInfo", "SqliteSink", "SqliteStore", "ThreadSummary", "make_sink", "read_events"]

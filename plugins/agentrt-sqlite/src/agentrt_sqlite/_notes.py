@@ -1,0 +1,140 @@
+"""The trio side of the database sink: a batch's events into ``E`` records and an index note.
+
+A conversation whose agent process is tapped has its output in the transcript
+already (``O`` records), so the events a replay decodes again from those bytes
+(the bulk kinds: :data:`BULK`) cost nothing here but a type test per batch,
+and the reply text the ``turns`` row keeps (up to its cap).  Every other
+event (turn starts and ends, sessions, diagnostics, exits, control requests:
+a few per turn) is written as its JSON form with its sequence number in one
+``E`` record per batch, so a replay puts it back at its place.  Without a tap
+(a host loop that does not call one), every event is written that way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from agentrt.events import (
+    Diagnostic,
+    Event,
+    EventBatch,
+    TextDelta,
+    ThinkingDelta,
+    ToolResult,
+    ToolUse,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+
+from ._encode import encode_event
+from ._recorder import DERIVING, Note
+from ._transcript import Transcript
+
+__all__ = ["BULK", "ConversationLog", "eats"]
+
+#: The event kinds a replay takes from the decoder (the bulk of every session).
+BULK: frozenset[type[Event]] = frozenset({TextDelta, ThinkingDelta, ToolUse, ToolResult})
+_BULK_NAMES = frozenset({"text", *(cls.type for cls in BULK)})
+
+
+def eats(event: Event) -> bool:
+    """True when ``event`` stands in the live stream for a decoded bulk event (the turn rules replaced it).
+
+    That is the ``output_before_input`` diagnostic the rules make of output
+    before the first input: its detail names the kind it replaced.
+    """
+    if type(event) is not Diagnostic or event.code != "output_before_input":
+        return False
+    return event.detail.split(" ", 1)[0] in _BULK_NAMES
+
+
+class _Reply:
+    """The first ``limit`` characters of a turn's reply."""
+
+    __slots__ = ("clipped", "limit", "parts", "size")
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.limit = limit
+        self.clipped = False
+
+    def add(self, text: str) -> None:
+        room = self.limit - self.size
+        if len(text) > room:
+            text = text[: max(room, 0)]
+            self.clipped = True
+        self.parts.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class ConversationLog:
+    """One conversation as the sink records it: its transcript and its turn in flight."""
+
+    def __init__(self, source: str, transcript: Transcript, reply_limit: int) -> None:
+        self.source = source
+        self.transcript = transcript
+        self.reply_limit = reply_limit
+        self._reply: _Reply | None = None
+        self._announced = False  # the index has the conversation's row (and its transcript's name)
+
+    def take(self, batch: EventBatch) -> Note | None:
+        """Record ``batch``: its ``E`` record (when it has one) and what it adds to the index."""
+        events = batch.events
+        reply = self._reply
+        tapped = self.transcript.processes > 0
+        types = {*map(type, events)}
+        if tapped and types <= BULK and self._announced:
+            # The hot path: a chunk's worth of decoded text, already in the transcript.
+            if reply is not None and not reply.clipped and TextDelta in types:
+                if len(types) == 1:
+                    reply.add("".join([e.text for e in events]))  # type: ignore[attr-defined]
+                else:
+                    reply.add("".join([e.text for e in events if type(e) is TextDelta]))
+            return None
+        entries: list[bytes] = []
+        items: list[tuple[int, Event, Any]] = []
+        seq = batch.first_seq
+        for event in events:
+            cls = type(event)
+            if cls is TextDelta and reply is not None and not reply.clipped:
+                reply.add(event.text)  # type: ignore[attr-defined]
+            if tapped and cls in BULK:
+                seq += 1
+                continue
+            entries.append(b"[%d,%d,%s]" % (seq, eats(event), encode_event(event)))
+            if isinstance(event, DERIVING):
+                if cls is TurnStarted:
+                    reply = self._reply = _Reply(self.reply_limit)
+                    items.append((seq, event, None))
+                elif cls is TurnCompleted or cls is TurnFailed:
+                    if reply is not None:
+                        items.append((seq, event, (reply.text(), reply.clipped, None)))
+                    else:
+                        items.append((seq, event, ("", False, None)))
+                    reply = self._reply = None
+                else:
+                    items.append((seq, event, None))
+            seq += 1
+        size = 0
+        if entries:
+            head = b'{"wall":%s,"mono":%s,"events":[' % (orjson.dumps(batch.wall), orjson.dumps(batch.mono))
+            at = self.transcript.append(b"E", head + b",".join(entries) + b"]}")
+            end = self.transcript.size
+            for i, (s, ev, extra) in enumerate(items):
+                if type(ev) is TurnStarted:
+                    items[i] = (s, ev, at)
+                elif extra is not None and isinstance(ev, (TurnCompleted, TurnFailed)):
+                    items[i] = (s, ev, (extra[0], extra[1], end))
+                    size += len(extra[0])
+        if not items and self._announced:
+            return None
+        self._announced = True
+        name = None if self.transcript.failed else self.transcript.path.name
+        return Note(self.source, name, batch.mono, batch.wall, items, size)

@@ -1,0 +1,185 @@
+"""A transcript replayed through its dialect's decoder gives the events the conversation saw, event for event.
+
+The live side here is the runtime's own host loop over a real child process
+(``pump_events`` reading its stdout, ``TurnRules`` ruling on every chunk,
+batches in sequence to the sink), with the sink's raw tap on every chunk
+read: each capture of a real peer in the repository, as the peer wrote it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+from agentrt import get_plugins
+from agentrt.events import Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
+from agentrt.lowlevel import ProcessSpec, RawTap, TapInfo, TurnRules, open_process, pump_events
+from agentrt_sqlite._encode import encode_event
+from agentrt_sqlite._replay import replay
+from agentrt_sqlite._sink import SqliteSink
+from agentrt_sqlite._transcript import MAGIC, read_header, read_records
+
+ROOT = Path(__file__).resolve().parents[3]
+CLAUDE = sorted((ROOT / "tests" / "captures" / "claude-code").glob("*.stdout.jsonl"))
+ACP = sorted((ROOT / "tests" / "dialects" / "fixtures" / "acp").glob("*.stdout.jsonl"))
+CAPTURES = [("stream-json", p) for p in CLAUDE] + [("acp", p) for p in ACP]
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+class _Tapped:
+    """The child process as the host loop sees it, every chunk read also handed to the tap."""
+
+    def __init__(self, proc: Any, tap: RawTap) -> None:
+        self._proc = proc
+        self._tap = tap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._proc, name)
+
+    async def receive_some(self, size: int) -> bytes:
+        chunk: bytes = await self._proc.receive_some(size)
+        if chunk:
+            self._tap.agent_output(chunk)
+        return chunk
+
+
+async def _live(sink: SqliteSink, dialect: str, capture: Path, conversation: str) -> list[Event]:
+    """Run the capture through the host loop into ``sink``; the events the conversation saw."""
+    codec = get_plugins().dialect(dialect).host_codec()
+    rules = TurnRules()
+    seen: list[Event] = []
+    seq = 0
+    turns = 0
+
+    async def dispatch(events: Sequence[Event]) -> None:
+        nonlocal seq
+        out, _, _ = rules.apply(events)
+        if out:
+            await sink.handle(EventBatch(source=conversation, first_seq=seq, mono=trio.current_time(),
+                                         wall=1_700_000_000.0 + seq, events=tuple(out)))
+            seq += len(out)
+            seen.extend(out)
+
+    async def begin() -> None:
+        nonlocal turns
+        turns += 1
+        rules.begin_turn(turns)
+        await dispatch([TurnStarted(turn=turns, prompt=f"prompt {turns}")])
+        rules.input_sent()
+        tap.agent_input(b'{"prompt": %d}\n' % turns)
+
+    async def on_events(events: list[Event]) -> None:
+        # A chunk that ends a turn: the next turn starts right after its terminal event.
+        start = 0
+        for i, ev in enumerate(events):
+            if isinstance(ev, (TurnCompleted, TurnFailed)) and rules.turn is not None and rules.turn.live:
+                await dispatch(events[start : i + 1])
+                start = i + 1
+                await begin()
+        await dispatch(events[start:])
+
+    async def on_oversize(before: list[Event]) -> bool:
+        await on_events(before)
+        return True
+
+    spec = ProcessSpec(argv=(sys.executable, "-S", "-c",
+                             "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())", str(capture)),
+                       env=ENV)
+    async with open_process(spec) as proc:
+        tap = sink.open_tap(TapInfo(conversation_id=conversation, dialect=dialect, process=1, pid=proc.pid))
+        assert tap is not None
+        await begin()
+        await pump_events(_Tapped(proc, tap), codec, on_events, on_oversize=on_oversize)
+        status = await proc.wait()
+        await dispatch(rules.at_exit(status))
+        tap.close()
+    return seen
+
+
+def _forms(events: Sequence[Event]) -> list[Any]:
+    return [orjson.loads(encode_event(e)) for e in events]
+
+
+@pytest.mark.parametrize(("dialect", "capture"), CAPTURES, ids=[p.name.split(".")[0] for _, p in CAPTURES])
+async def test_the_replay_of_a_capture_equals_the_live_events(tmp_path: Path, dialect: str, capture: Path) -> None:
+    sink = SqliteSink(tmp_path / "agentrt.db")
+    with trio.fail_after(60):
+        live = await _live(sink, dialect, capture, "conv-1")
+        await sink.aclose()
+    path = tmp_path / "transcripts" / "conv-1.atr"
+    replayed = list(replay(path, "conv-1"))
+    assert [env["seq"] for env in replayed] == list(range(len(live)))
+    assert [env["event"] for env in replayed] == _forms(live)
+    # The agent's bytes are in the transcript unparsed, in order.
+    output = b"".join(p for kind, _, _, p in read_records(path, kinds=b"O"))
+    assert output == capture.read_bytes()
+    assert len(live) > 3
+
+
+async def test_the_transcript_is_private_and_says_what_wrote_it(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "agentrt.db")
+    with trio.fail_after(60):
+        await _live(sink, "stream-json", CLAUDE[0], "conv-2")
+        await sink.aclose()
+    path = tmp_path / "transcripts" / "conv-2.atr"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert path.read_bytes().startswith(MAGIC)
+    header = read_header(path)
+    assert header["dialect"] == "stream-json" and header["conversation"] == "conv-2"
+    assert header["agentrt"] and isinstance(header["wall"], float)
+    kinds = [kind for kind, _, _, _ in read_records(path)]
+    assert kinds[0] == b"P" and kinds[-1] == b"C" and b"I" in kinds and b"E" in kinds
+
+
+class _Collector:
+    """A sink that keeps every event the conversation saw, in order."""
+
+    name = "collector"
+    policy = "block"
+    buffer_size = 64
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, Event]] = []
+
+    async def handle(self, batch: EventBatch) -> None:
+        self.events.extend((batch.source, batch.first_seq + i, ev) for i, ev in enumerate(batch.events))
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("capture", CLAUDE, ids=[p.name.split(".")[0] for p in CLAUDE])
+async def test_a_real_conversation_replays_to_what_it_saw(tmp_path: Path, capture: Path) -> None:
+    """End to end: ``open_conversation`` over a tape of a real Claude Code session, recorded by its raw tap."""
+    from agentrt import LaunchSpec, open_conversation
+    from agentrt.testing._tape_agent import write_tape_agent
+    from agentrt_sqlite.api import read_events
+
+    turns = sum(1 for line in capture.read_bytes().splitlines() if b'"type":"result"' in line.replace(b" ", b""))
+    agent = write_tape_agent(tmp_path, capture)
+    db = tmp_path / "agentrt.db"
+    recorder, collector = SqliteSink(db), _Collector()
+    with trio.fail_after(120):
+        async with open_conversation(LaunchSpec(executable=agent, protocol="stream-json"), parent_env=ENV,
+                                     sinks=[recorder, collector], first_output_timeout=None) as conv:
+            for n in range(max(turns, 1)):
+                await conv.ask(f"prompt {n + 1}")
+    live = collector.events
+    replayed = await trio.to_thread.run_sync(read_events, db, conv.id)
+    assert [(e["source"], e["seq"]) for e in replayed] == [(s, q) for s, q, _ in live]
+    assert [e["event"] for e in replayed] == _forms([ev for _, _, ev in live])
+    # Tapped: the transcript holds the agent's bytes and what agentrt wrote; E records only the rest.
+    path = tmp_path / "transcripts" / f"{conv.id}.atr"
+    kinds = [kind for kind, _, _, _ in read_records(path)]
+    assert kinds.count(b"I") >= turns and b"O" in kinds
+    marked = sum(len(orjson.loads(p)["events"]) for _, _, _, p in read_records(path, kinds=b"E"))
+    assert marked < len(live) or not any(type(ev).__name__ == "TextDelta" for _, _, ev in live)
