@@ -23,8 +23,11 @@ spawn is enough.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -240,3 +243,40 @@ async def test_a_silent_agent_fails_the_turn_after_the_first_output_bound(fallba
         ) as conv:
             terminal = await conv.ask("anyone there?")
     assert isinstance(terminal, TurnFailed) and terminal.code == "protocol_mismatch", terminal
+
+
+_RUN_ON_FALLBACK = """
+import sys
+from agentrt._os import child_watch, spawn
+
+
+def no_watcher():
+    raise SystemExit("the shared child watcher was asked for on a fallback path")
+
+
+child_watch.AVAILABLE = False
+child_watch.current_watcher = no_watcher
+spawn.DEATH_SIGNAL_SUPPORTED = sys.argv[1] == "no-epoll"
+from agentrt.cli import main
+
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("mode", ["no-pidfd", "no-epoll"])
+def test_agentrt_run_answers_on_the_fallback_path(mode: str, tmp_path: Path) -> None:
+    # A fresh interpreter: the whole command (its signal handling, its stdout writer) on the fallback.
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "AWP_AGENT_CLI_EXECUTABLE": launch(tmp_path).executable,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN_ON_FALLBACK, mode, "run", "--json", "--no-log", "hi"],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    types = [json.loads(line)["type"] for line in proc.stdout.splitlines()]
+    assert types.count("turn_completed") == 1 and types[-1] == "process_exited", types
