@@ -1,7 +1,7 @@
 """One supervisor keeping 500 FastAgent fixture bots running, on this machine.
 
 Each bot is a real process: by default the tiny C fixture
-(``tests/fastagent/fixtures/fastagent_fixture.c``, compiled here with the
+(``plugins/agentrt-fastagent/tests/fixtures/fastagent_fixture.c``, compiled here with the
 system C compiler; it prints ``process_started`` and ``running`` and waits
 for SIGTERM), else (no compiler, or ``AGENTRT_BENCH_FIXTURE=python``) the stdlib Python
 fixture under ``python -S -E``.  ``AGENTRT_BENCH_BOTS`` changes the count.
@@ -37,8 +37,8 @@ import attrs
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
-C_SOURCE = ROOT / "tests" / "fastagent" / "fixtures" / "fastagent_fixture.c"
-PY_FIXTURE = ROOT / "tests" / "fastagent" / "fixtures" / "fake_fastagent.py"
+C_SOURCE = ROOT / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fastagent_fixture.c"
+PY_FIXTURE = ROOT / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py"
 BOTS = int(os.environ.get("AGENTRT_BENCH_BOTS", "500"))
 STEADY_RESTARTS = 20
 LIMIT = 120.0  # every phase is bounded by this

@@ -263,7 +263,7 @@ async def test_store_failure_under_one_bot_spares_the_others(tmp_path: Path, rec
 
 _INCREMENTS = r"""
 import sys, attrs, trio
-from agentrt_sqlite._store import SqliteStore
+from agentrt_sqlite.api import SqliteStore
 async def main():
     store = SqliteStore(__import__("pathlib").Path(sys.argv[1]))
     for i in range(int(sys.argv[2])):
@@ -283,7 +283,7 @@ async def test_database_store_atomic_update_across_processes(tmp_path: Path) -> 
     import attrs
 
     from agentrt.bots import AtomicBotStore
-    from agentrt_sqlite._store import SqliteStore
+    from agentrt_sqlite.api import SqliteStore
 
     path = tmp_path / "bots.db"
     store = SqliteStore(path)

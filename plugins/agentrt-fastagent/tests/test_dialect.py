@@ -8,11 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentrt import AgentrtError
-from agentrt._framing import JsonlReader
-from agentrt._plugins import Plugins
+from agentrt import AgentrtError, Plugins
 from agentrt.dialect import InputError, Turn
 from agentrt.events import Diagnostic, Lifecycle, TextDelta
+from agentrt.lowlevel import JsonlReader
 from agentrt_fastagent._dialect import INVALID_LINE, FastAgentDialect
 from agentrt_fastagent._schema import is_utc_timestamp, normalize_qr_url, validate_line
 

@@ -19,9 +19,9 @@ import attrs
 import pytest
 import trio
 
-from agentrt._process import ProcessSpec, open_process
 from agentrt.bots import AtomicBotStore, BotRecord
 from agentrt.errors import AgentrtError
+from agentrt.lowlevel import ProcessSpec, open_process
 from agentrt_fastagent._lease import LeaseConfig, LeaseKeeper, open_shared_supervisor
 from agentrt_fastagent._redis_store import RedisBotStore
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor

@@ -1,4 +1,4 @@
-"""Shared fixtures of the FastAgent tests: fixture binaries, a recording sink, supervisors."""
+"""Shared fixtures of the FastAgent tests: fixture binaries, a recording sink, supervisors; scratch home directories."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ import trio
 
 from agentrt.bots import BotRecord
 from agentrt.events import Event, EventBatch, Lifecycle, ProcessExited, StateChanged
+from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
+from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
 from agentrt_fastagent._launch import LlmProfile, SandboxConfig
 from agentrt_fastagent._store import MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fake_fastagent.py"
-# FastAgent stdout written by the project from the CLI contract (tests/fixtures/fastagent/README.md)
-CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fastagent"
+# FastAgent stdout written by the project from the CLI contract (tests/fixtures/fastagent/README.md);
+# the repository's, beside the core's framing tests that read it too.
+CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "fastagent"
 WAIT = 10.0  # every wait in these tests is bounded by this
 
 

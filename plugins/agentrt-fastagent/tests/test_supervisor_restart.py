@@ -12,8 +12,7 @@ from typing import Any
 
 import trio
 
-from agentrt._framing import JsonlReader
-from agentrt._process import AgentProcess, ProcessSpec, open_process
+from agentrt.lowlevel import AgentProcess, JsonlReader, ProcessSpec, open_process
 from agentrt_fastagent._procinfo import process_start_time
 
 from .conftest import WAIT, make_binary

@@ -30,9 +30,9 @@ import attrs
 import pytest
 import trio
 
-from agentrt._process import AgentProcess, ProcessSpec, open_process
 from agentrt.bots import BotRecord
 from agentrt.errors import AgentrtError
+from agentrt.lowlevel import AgentProcess, ProcessSpec, open_process
 
 from .conftest import make_binary
 from .redis_nodes import node_env, running, start_redis, stop
@@ -154,7 +154,7 @@ def _task_argv(runs: Path, name: str) -> list[str]:
 @pytest.mark.parametrize("rounds", [1, pytest.param(3, marks=pytest.mark.slow)])
 async def test_bots_and_tasks_survive_a_killed_and_a_partitioned_host(net: Net, tmp_path: Path, rounds: int) -> None:
     from agentrt_fastagent._redis_store import RedisBotStore
-    from agentrt_managed_task._redis_store import open_redis_store
+    from agentrt_managed_task.api import open_store
 
     port = 6379
     redis_proc = start_redis(port, net.redis_ip, prefix=_in(net.redis_ns))
@@ -170,7 +170,7 @@ async def test_bots_and_tasks_survive_a_killed_and_a_partitioned_host(net: Net, 
         for n in node_of
     }  # fmt: skip
     store = RedisBotStore(url, command_timeout=5.0)
-    tasks = await open_redis_store(url, prefix="netns:cp:")
+    tasks = await open_store(redis_url=url, prefix="netns:cp:")
     doubles: list[Any] = []
     timings: list[str] = []
     try:

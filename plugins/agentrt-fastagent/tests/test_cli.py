@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from agentrt._framing import JsonlReader
-from agentrt._process import ProcessSpec, open_process
+from agentrt.lowlevel import JsonlReader, ProcessSpec, open_process
 from agentrt_fastagent._config import load_config
 
 from .conftest import WAIT, make_binary
