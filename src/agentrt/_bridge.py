@@ -251,11 +251,11 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     from ._conversation import Conversation, open_conversation
     from ._launch import is_valid_session_id
     from .agent._io import Oversized, read_lines
-    from .dialect import InputError, Interrupt, Shutdown, Turn
+    from .dialect import AsksPermission, InputError, Interrupt, OpensSessions, PartialMessages, Shutdown, Turn
     from .events import Diagnostic, TurnFailed
 
     outer = plugins.dialect(args.to).agent_codec()
-    if args.partial_messages and hasattr(outer, "partial"):
+    if args.partial_messages and isinstance(outer, PartialMessages):
         outer.partial = True
     inner_env = {**env, **args.overrides}
     resolved = resolve_agent(inner_env, args.agent, model=args.model)
@@ -272,8 +272,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     async def emit(event: Any) -> None:
         await send_objs(outer.encode(event))
 
-    can_ask = hasattr(outer, "permission_request") and (
-        not getattr(outer, "asks_only_when_told", False) or args.permission_prompt_tool == "stdio"
+    can_ask = isinstance(outer, AsksPermission) and (
+        not outer.asks_only_when_told or args.permission_prompt_tool == "stdio"
     )
     asking = _AskTheClient(outer, send_objs) if can_ask else None
     # The named agent's own rules bind here too; what they leave open goes to the client (or the default).
@@ -289,11 +289,12 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     )  # fmt: skip
     items_in, items_out = trio.open_memory_channel[Any](_QUEUED_TURNS)  # turns and session switches, in order
     cancels = TurnCancels()
-    if hasattr(outer, "load_sessions"):
-        outer.load_sessions = True  # session/load: the hosted CLI's own resume (HostedConversation)
-    take_opened = getattr(outer, "take_opened", None)
+    sessions = outer if isinstance(outer, OpensSessions) else None
+    if sessions is not None:
+        sessions.load_sessions = True  # session/load: the hosted CLI's own resume (HostedConversation)
+    take_opened = sessions.take_opened if sessions is not None else None
 
-    offered = getattr(outer, "options", None)
+    offered = sessions.options if sessions is not None else None
     if offered is not None:
         _offer(offered, launch)
 
@@ -307,7 +308,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         )
 
     async def answer_load(switch: SessionSwitch, error: str | None) -> None:
-        replay = getattr(outer, "replay", None)
+        replay = sessions.replay if sessions is not None else None
         if switch.kind == "load" and error is None and replay is not None:  # the history first (ACP)
             from ._bridge_replay import replay_history
 
@@ -369,9 +370,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 if asking is not None and asking.take(obj):
                     continue
                 decoded = outer.decode_input(obj)
-                owed = getattr(outer, "drain_output", None)
-                if owed is not None:  # answers the outer protocol wants now (a request/response handshake)
-                    await send_objs(owed())
+                # Answers the outer protocol wants now (a request/response handshake).
+                await send_objs(outer.drain_output())
                 for kind, rid, client_session, value, cwd in take_opened() if take_opened is not None else ():
                     mode, model = (value, None) if kind == "mode" else (None, value)
                     await items_in.send(SessionSwitch(kind, rid, client_session, model, mode, cwd))
@@ -391,7 +391,7 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                     await items_in.send((cancels.accept(), decoded))
         if asking is not None:  # nobody is left to answer; queued turns still run
             asking.close()
-        if opened and not shutdown and getattr(outer, "cancel_on_close", False) and hosted.conv is not None:
+        if opened and not shutdown and outer.cancel_on_close and hosted.conv is not None:
             # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
             await hosted.conv.cancel_turn()
     close = getattr(getattr(approvals, "__self__", None), "aclose", None)

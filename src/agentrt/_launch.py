@@ -373,15 +373,10 @@ class LaunchSpec:
             if not isinstance(work_dir, str) or not work_dir or "\x00" in work_dir:
                 raise AgentrtError("invalid_working_directory", "the working directory must be a non-empty path")
         launch = self
-        if getattr(dialect, "session_in_band", False):
+        if dialect.session_in_band:
             # The protocol carries the model and the session to resume, not argv.
             launch, resume = attrs.evolve(self, model=None), None
-        launch_args = getattr(dialect, "launch_args", None)
-        compat = (
-            launch_args(self.prefix_args, partial_messages=self.partial_messages)
-            if launch_args is not None
-            else tuple(dialect.compat_args)
-        )
+        compat = dialect.launch_args(self.prefix_args, partial_messages=self.partial_messages)
         argv = launch.argv(compat, resume=resume, mcp_config=mcp_config)
         env = self.child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)

@@ -6,7 +6,8 @@
 request, and stdout must carry JSON-RPC only.  When the dialect's agent codec
 offers ``startup_error_reply(obj, code, message)``, the process instead reads
 its input until the client's first request (bounded), answers it with that
-JSON-RPC error, and only then exits.
+JSON-RPC error, and only then exits (a
+:class:`~agentrt.dialect.RepliesToStartupError` codec).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def _reply_function(dialect: str | None, plugins: Any) -> Any:
         codec = plugins.dialect(dialect).agent_codec()
     except Exception:  # an unknown dialect (perhaps the very startup error): the plain line
         return None
-    return getattr(codec, "startup_error_reply", None)
+    from .dialect import RepliesToStartupError
+
+    return codec.startup_error_reply if isinstance(codec, RepliesToStartupError) else None
 
 
 async def report_startup_error(

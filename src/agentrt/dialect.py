@@ -70,6 +70,10 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 import attrs
 
+from ._dialect_parts import AsksPermission as AsksPermission
+from ._dialect_parts import OpensSessions as OpensSessions
+from ._dialect_parts import PartialMessages as PartialMessages
+from ._dialect_parts import RepliesToStartupError as RepliesToStartupError
 from ._json.lazy_fields import JsonFragment
 from ._textdelta import make_text_delta as _make_text_delta
 from ._textdelta import text_delta_slots as text_delta_slots
@@ -88,6 +92,10 @@ __all__ = [
     "HostCodec",
     "Interruptible",
     "AgentCodec",
+    "PartialMessages",
+    "AsksPermission",
+    "OpensSessions",
+    "RepliesToStartupError",
     "Dialect",
     "content_text",
     "make_text_delta",
@@ -287,8 +295,19 @@ class AgentCodec(abc.ABC):
     """Agent side of a dialect, one instance per agent process.
 
     Required: :meth:`decode_input`, :meth:`encode`.  Request/response
-    protocols: :meth:`drain_output`.
+    protocols: :meth:`drain_output`.  Optional parts, each a protocol the
+    host checks with ``isinstance``: :class:`PartialMessages`,
+    :class:`AsksPermission`, :class:`OpensSessions`,
+    :class:`RepliesToStartupError`; and two flags, below.
     """
+
+    asks_only_when_told: bool = False
+    """For an :class:`AsksPermission` codec: ask the client only when it said so
+    (stream-json's ``--permission-prompt-tool stdio``), not by default."""
+
+    cancel_on_close: bool = False
+    """True for a connection-like protocol (ACP): when the input ends, the running
+    turn is cancelled, since nobody is left to read its reply."""
 
     @abc.abstractmethod
     def decode_input(self, obj: Any) -> AgentInput:

@@ -75,11 +75,9 @@ class Printer:
 
     async def drain(self) -> None:
         """Write what the dialect owes the host outside any event (stream-json control responses)."""
-        drain_output = getattr(self._codec, "drain_output", None)
-        if drain_output is not None:
-            lines = [encode_line(obj) for obj in drain_output()]
-            if lines:
-                await self._write(b"".join(lines))
+        lines = [encode_line(obj) for obj in self._codec.drain_output()]
+        if lines:
+            await self._write(b"".join(lines))
 
     async def emit(self, *events: Event) -> None:
         for event in events:

@@ -29,7 +29,17 @@ import trio
 
 from .._framing import encode_line
 from .._startup_error import dialect_in_argv, report_startup_error
-from ..dialect import AgentCodec, DocumentBlock, ImageBlock, InputError, Interrupt, Shutdown, TextBlock, Turn
+from ..dialect import (
+    AgentCodec,
+    DocumentBlock,
+    ImageBlock,
+    InputError,
+    Interrupt,
+    PartialMessages,
+    Shutdown,
+    TextBlock,
+    Turn,
+)
 from ..errors import AgentrtError
 from ..events import SessionStarted, TurnCompleted, TurnFailed
 from ..provider import Provider
@@ -188,7 +198,7 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
 
         plugins = get_plugins()
     codec = plugins.dialect(args.dialect).agent_codec()
-    if args.partial and hasattr(codec, "partial"):
+    if args.partial and isinstance(codec, PartialMessages):
         codec.partial = True  # the stream-json codec's `--include-partial-messages` mode
     model = _config.resolve_model(args, env)
     provider_name = _config.js_trim(env.get("AGENTRT_PROVIDER", "")) or _config.DEFAULT_PROVIDER
