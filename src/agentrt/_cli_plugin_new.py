@@ -24,7 +24,7 @@ def new(kind: str, name: str, directory: Path | None) -> None:
     with _ for -), passes its own test (its kind's conformance suite, through
     the installed entry point) and shows in `agentrt plugins`.  Errors:
     unknown_plugin_kind, invalid_plugin_name, plugin_name_taken (an installed
-    plugin has the name), plugin_dir_not_empty.
+    plugin has the name), plugin_dir_not_empty, plugin_write_failed.
     """
     from ._cli_run import fail
     from ._plugin_new import write_plugin

@@ -180,6 +180,7 @@ plugin_dir_not_empty | `agentrt plugin new` would write into a directory that is
 recorder_failed | the recording sink failed; the conversation goes on unrecorded | check the database (disk, permissions)
 """
 
+plugin_write_failed | `agentrt plugin new` could not create a directory or write a file of the package | check the path and its permissions
 STORE = """
 sink_failed | a sink raised on a batch of events; it still gets later batches | check what the sink writes to (the detail names the sink)
 sink_detached | a sink failed on several batches in a row and was detached; the conversation goes on | check the sink's target, then start a new conversation

@@ -9,6 +9,7 @@ plugin, and has a test that runs the kind's conformance suite on it.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Collection
 from importlib.resources import files
@@ -110,19 +111,24 @@ def write_plugin(kind: str, name: str, directory: Path | None = None, *, taken: 
     ``directory`` defaults to ``./agentrt-<name>``; it must not exist or be
     empty.  ``taken`` are names already registered (a plugin or a capability of
     this kind), refused with ``plugin_name_taken``.  Errors:
-    ``unknown_plugin_kind``, ``invalid_plugin_name``, ``plugin_name_taken``,
-    ``plugin_dir_not_empty``.
+    ``unknown_plugin_kind``, ``invalid_plugin_name``, ``plugin_name_taken``
+    (also when a package of the name is importable), ``plugin_dir_not_empty``,
+    ``plugin_write_failed``.
     """
     spec = KINDS.get(kind)
     if spec is None:
         raise AgentrtError("unknown_plugin_kind", f"{kind!r} is not a plugin kind (one of {', '.join(KINDS)})")
     names = plugin_names(name)
-    for candidate in {names.name, names.capability(kind)}:
+    for candidate in sorted({names.name, names.capability(kind)}):
         if candidate in taken:
             raise AgentrtError(
                 "plugin_name_taken",
                 f"{candidate!r} is already registered by an installed plugin (agentrt plugins): pick another name",
             )
+    if importlib.util.find_spec(names.package) is not None:
+        raise AgentrtError(
+            "plugin_name_taken", f"a package {names.package!r} is already installed: pick another name"
+        )
     target = Path(directory) if directory is not None else Path.cwd() / names.dist
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise AgentrtError("plugin_dir_not_empty", f"{str(target)!r} exists and is not an empty directory")
@@ -140,7 +146,11 @@ def write_plugin(kind: str, name: str, directory: Path | None = None, *, taken: 
     written: list[Path] = []
     for relative, template in _templates(kind):
         path = target / relative.replace("__package__", names.package).replace("__ident__", names.ident)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(Template(template.read_text(encoding="utf-8")).substitute(values), encoding="utf-8")
+        text = Template(template.read_text(encoding="utf-8")).substitute(values)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise AgentrtError("plugin_write_failed", f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
         written.append(path)
     return written

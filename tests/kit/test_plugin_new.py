@@ -88,6 +88,7 @@ def test_the_package_installs_passes_its_test_and_is_listed(kind: str, tmp_path:
         (["sink", "x" * 49], "invalid_plugin_name"),
         (["dialect", "awp-jsonl"], "plugin_name_taken"),
         (["provider", "openai"], "plugin_name_taken"),
+        (["tool", "acp"], "plugin_name_taken"),
     ],
 )
 def test_bad_input_is_refused_with_a_code_and_writes_nothing(args: list[str], code: str, tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_a_directory_that_is_not_empty_is_refused(tmp_path: Path) -> None:
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine", encoding="utf-8")
     (tmp_path / "file").write_text("mine", encoding="utf-8")
-    for target in ("taken", "file"):
+    for target in ("taken", "file"):  # a non-empty directory, and a file
         out = _agentrt("plugin", "new", "tool", "acme-notes", target, cwd=tmp_path)
         assert out.returncode == 2
         assert out.stderr.startswith("agentrt: error: plugin_dir_not_empty: "), out.stderr
@@ -110,6 +111,14 @@ def test_a_directory_that_is_not_empty_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert _agentrt("plugin", "new", "tool", "acme-notes", "empty", cwd=tmp_path).returncode == 0
     assert (tmp_path / "empty" / "src" / "agentrt_acme_notes" / "_tool.py").is_file()
+
+
+def test_a_directory_that_cannot_be_made_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("mine", encoding="utf-8")
+    out = _agentrt("plugin", "new", "sink", "acme-log", "file/inside", cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith("agentrt: error: plugin_write_failed: "), out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_the_names_a_plugin_gets() -> None:
