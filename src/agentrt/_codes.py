@@ -177,10 +177,10 @@ unknown_plugin_kind | `agentrt plugin new` was given a kind it cannot write | us
 invalid_plugin_name | `agentrt plugin new` was given a name that is not lower-case words joined by `-` | use a name such as acme-notes (at most 48 characters)
 plugin_name_taken | `agentrt plugin new` was given a name an installed plugin already registers | pick another name (`agentrt plugins` lists the taken ones)
 plugin_dir_not_empty | `agentrt plugin new` would write into a directory that is not empty (or a file) | give a new or empty directory
+plugin_write_failed | `agentrt plugin new` could not create a directory or write a file of the package | check the path and its permissions
 recorder_failed | the recording sink failed; the conversation goes on unrecorded | check the database (disk, permissions)
 """
 
-plugin_write_failed | `agentrt plugin new` could not create a directory or write a file of the package | check the path and its permissions
 STORE = """
 sink_failed | a sink raised on a batch of events; it still gets later batches | check what the sink writes to (the detail names the sink)
 sink_detached | a sink failed on several batches in a row and was detached; the conversation goes on | check the sink's target, then start a new conversation
