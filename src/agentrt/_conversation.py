@@ -9,6 +9,8 @@ The pieces it orchestrates each live in their own module:
   synchronous and I/O-free;
 * answering control requests: :func:`agentrt._control.answer_control`;
 * the fan-out to sinks: :class:`agentrt._fanout.Fanout`;
+* what each process is (its spec, codec, probe and raw taps):
+  :class:`agentrt._conversation_launch.ConversationLaunch`;
 * the process itself (spawning and respawning with ``--resume``, the read
   loop and its parking, the first-output watch, raw taps, stopping, the exit):
   :class:`agentrt._engine.HostedProcess`, which it owns.
@@ -30,24 +32,23 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
-import attrs
 import trio
 
 from ._cancel import end_turn as _end_turn
 from ._control import answer_control
-from ._engine import HostedProcess, ProcessEnd, tap_all
+from ._conversation_launch import ConversationLaunch
+from ._engine import HostedProcess, ProcessEnd
 from ._exceptions import collapse_single_group
 from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
-from ._mismatch import ProtocolProbe
 from ._mismatch import first_output_timeout as _first_output_from_env
-from ._process import AgentProcess, ExitStatus, ProcessSpec
+from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
-from ._tap import RawTap, TapInfo, TapSource
+from ._tap import TapSource
 from ._turn_rules import TurnRules, exit_how
 from ._turn_stream import TurnState, TurnStream
 from ._why import exit_reason
-from .dialect import Dialect, HostCodec, Turn, content_text
+from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
 from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
 from .permissions import PermissionPolicy
@@ -93,21 +94,25 @@ class Conversation:
         self.dialect = dialect
         self._nursery = nursery
         self._policy = permission_policy
-        self._cwd = cwd
-        self._parent_env = parent_env
         self._resume = resume
-        self._term_grace = term_grace
-        self._first_output = first_output
         self._rules = TurnRules(model=launch.model)
         self._turn: TurnState | None = None
         self._turns = 0
         self._seq = 0
         self._internal_events: list[Event] = []
         self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=CLOSE_TIMEOUT)
-        self._taps: list[TapSource] = []
+        self._processes = processes = ConversationLaunch(
+            launch,
+            dialect,
+            conversation_id=conversation_id,
+            cwd=cwd,
+            parent_env=parent_env,
+            term_grace=term_grace,
+            first_output=first_output,
+        )
         self._engine = HostedProcess(
-            self._process_spec,
-            self._new_codec,
+            processes.spec,
+            processes.codec,
             nursery=nursery,
             on_events=self._dispatch,
             on_oversize=self._oversize,
@@ -115,8 +120,8 @@ class Conversation:
             on_send_error=self._send_failed,
             on_spawn=lambda _proc: self._rules.new_process(),
             idle=self._idle,
-            tap=self._open_tap,
-            probe=self._probe,
+            tap=processes.tap,
+            probe=processes.probe,
             on_mismatch=self._mismatch,
         )
         # Made on first use: a thousand idle conversations need none.
@@ -159,7 +164,7 @@ class Conversation:
         """
         self._fanout.attach(sink)
         if isinstance(sink, TapSource):
-            self._taps.append(sink)
+            self._processes.tap_sources.append(sink)
 
     @property
     def exit_status(self) -> ExitStatus | None:
@@ -292,35 +297,6 @@ class Conversation:
             return state
 
     # -- the engine's callbacks ----------------------------------------------
-    def _process_spec(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
-        # The file may have been swapped since the launch was validated (a
-        # respawn comes much later): check it again right before spawning.
-        self.launch.check_executable()
-        spec = self.launch.process_spec(
-            self.dialect,
-            resume=resume,
-            cwd=self._cwd,
-            parent_env=self._parent_env,
-            shutdown_line=codec.encode_shutdown(),
-        )
-        return spec if self._term_grace is None else attrs.evolve(spec, term_grace=self._term_grace)
-
-    def _new_codec(self, resume: str | None) -> HostCodec:
-        # A new process speaks a new stream: fresh codec and framing state.
-        codec = self.dialect.host_codec()
-        codec.start(resume=resume, model=self.launch.model, cwd=_absolute(self._cwd))
-        return codec
-
-    def _probe(self) -> ProtocolProbe:
-        # Each process's output until its dialect recognises a line (agentrt._mismatch).
-        return ProtocolProbe(self.launch.protocol, self.launch.executable, self._first_output)
-
-    def _open_tap(self, proc: AgentProcess, number: int) -> RawTap | None:
-        if not self._taps:
-            return None
-        info = TapInfo(conversation_id=self.id, dialect=self.dialect.name, process=number, pid=proc.pid)
-        return tap_all([tap for source in self._taps if (tap := source.open_tap(info)) is not None])
-
     def _idle(self) -> bool:
         # No live turn: nothing waits on the output, so the read loop may park.
         turn = self._turn
@@ -365,11 +341,6 @@ class Conversation:
                 if self._internal_events:
                     await self._dispatch([])
             await self._fanout.aclose(deadline=deadline)
-
-
-def _absolute(cwd: str | None) -> str:
-    # The working directory a protocol is told (ACP's session/new wants it absolute).
-    return os.path.abspath(cwd) if cwd else os.getcwd()
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ will read it, :meth:`send` writes it (:meth:`AgentProcess.send`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -333,33 +333,3 @@ class HostedProcess:
 
 def _never() -> bool:
     return False
-
-
-def tap_all(taps: Sequence[RawTap]) -> RawTap | None:
-    """One tap that feeds every tap of ``taps`` (``None`` for none); a tap that raises is dropped."""
-    if not taps:
-        return None
-    return _Taps(list(taps))
-
-
-class _Taps:
-    """Every :class:`RawTap` of one process, fed in order; one that raises is let go (the contract says it must not)."""
-
-    def __init__(self, taps: list[RawTap]) -> None:
-        self._taps = taps
-
-    def _each(self, call: Callable[[RawTap], None]) -> None:
-        for tap in list(self._taps):
-            try:
-                call(tap)
-            except Exception:
-                self._taps.remove(tap)
-
-    def agent_output(self, chunk: bytes) -> None:
-        self._each(lambda tap: tap.agent_output(chunk))
-
-    def agent_input(self, data: bytes) -> None:
-        self._each(lambda tap: tap.agent_input(data))
-
-    def close(self) -> None:
-        self._each(lambda tap: tap.close())

@@ -30,7 +30,7 @@ from ._exceptions import collapse_single_group
 from ._os import child_watch
 from ._os.child_watch import ChildWatcher
 from ._os.spawn import OwnedProcess, _LinuxProcess, open_owned_process
-from ._process_events import _ChildEvents
+from ._process_events import ChildEvents, HasFileno, SyncClosable
 from ._process_types import ExitStatus, ProcessSpec
 from ._tap import RawTap
 from .errors import AgentrtError
@@ -49,8 +49,12 @@ _KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the exit before giving u
 _DRAIN_WAIT = 0.5  # after the exit, how long stderr may take to reach EOF
 
 
-class AgentProcess(_ChildEvents):
-    """A running child; obtained from :func:`open_process`, valid inside its context."""
+class AgentProcess:
+    """A running child; obtained from :func:`open_process`, valid inside its context.
+
+    How it learns of the child's exit, stderr and readable stdout is the
+    :class:`~agentrt._process_events.ChildEvents` object it owns.
+    """
 
     pid: int
     """The child's pid, which is also its process-group id."""
@@ -75,23 +79,24 @@ class AgentProcess(_ChildEvents):
         self._output_ended = False
         self._output_cut = False
         self._exit_grace: float | None = None  # end_output_after_exit's grace, once asked
-        # park_stdout's registration with the watcher: the descriptor and who to wake.
-        self._parked_fd = -1
-        self._parked: Callable[[], None] | None = None
         self._exit_wake: Callable[[], None] | None = None  # call_on_exit's callback
         self._stopping: trio.Event | None = None
-        self._stderr = bytearray()
-        self._stderr_done = trio.Event()
         self._send_lock: trio.Lock | None = None  # made on first send: a lock per idle child adds up
-        # The background tasks' own scopes: shielded, so that cancelling the
-        # caller's scope cannot blind the stop that its cancellation triggers.
-        self._task_scopes: list[trio.CancelScope] = []
-        self._watcher: ChildWatcher | None = None
-        self._pidfd = self._stderr_fd = -1
         assert proc.stdout is not None and proc.stderr is not None
         self._stdout = proc.stdout
-        self._stderr_stream = proc.stderr
+        # Asked per read while output is bulk: the capability is checked once, here.
+        self._stdout_fileno = proc.stdout.fileno if isinstance(proc.stdout, HasFileno) else None
         self._stdin = proc.stdin
+        self._events = ChildEvents(proc, proc.stderr, stderr_limit=spec.stderr_limit, exited=self._child_exited)
+
+    @property
+    def _watcher(self) -> ChildWatcher | None:
+        # The run's watcher while it watches this child (None: per-child tasks, or no longer watched).
+        return self._events.watcher
+
+    @property
+    def _pidfd(self) -> int:
+        return self._events.pidfd
 
     # --- caller API -----------------------------------------------------------------
 
@@ -134,7 +139,7 @@ class AgentProcess(_ChildEvents):
 
     def stdout_fileno(self) -> int | None:
         """The stdout pipe's file descriptor (to tune the pipe), ``None`` when the stream has none."""
-        fileno = getattr(self._stdout, "fileno", None)
+        fileno = self._stdout_fileno
         return fileno() if fileno is not None else None
 
     async def end_output(self) -> None:
@@ -177,14 +182,13 @@ class AgentProcess(_ChildEvents):
         starts a new one.  Returns False, with nothing registered, where there
         is no watcher or the output has already ended: read on instead.
         """
-        watcher = self._watcher
-        if watcher is None or self._output_ended or self._parked is not None:
+        events = self._events
+        if events.watcher is None or self._output_ended or events.parked:
             return False
         fd = self.stdout_fileno()
         if fd is None or fd < 0:
             return False
-        self._parked_fd, self._parked = fd, wake
-        watcher.add(fd, self._on_stdout)
+        events.park(fd, wake)
         return True
 
     def call_on_exit(self, wake: Callable[[], None]) -> bool:
@@ -201,7 +205,7 @@ class AgentProcess(_ChildEvents):
     @property
     def stdout_parked(self) -> bool:
         """True while a :meth:`park_stdout` registration waits."""
-        return self._parked is not None
+        return self._events.parked
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (it sees EOF); idempotent."""
@@ -253,15 +257,48 @@ class AgentProcess(_ChildEvents):
 
     async def wait_stderr_closed(self) -> None:
         """Wait until the child's stderr reached its end (bound it with the caller's cancel scope)."""
-        await self._stderr_done.wait()
+        await self._events.stderr_done.wait()
 
     def stderr_tail(self, limit: int = 16384) -> bytes:
         """The last ``limit`` bytes of stderr kept so far."""
         if limit <= 0:
             return b""
-        return bytes(self._stderr[-limit:])
+        return bytes(self._events.stderr[-limit:])
 
     # --- internals ------------------------------------------------------------------
+
+    def _child_exited(self, returncode: int | None, sig: int | None, reaped: bool) -> None:
+        # From ChildEvents (the watcher's callback or the exit task): the child is gone.
+        if reaped:
+            self._reaped = True
+        self.exit_status = ExitStatus(returncode=returncode, signal=sig, requested=self._requested)
+        self.exited.set()
+        watcher = self._events.watcher
+        if watcher is not None and self._exit_grace is not None:
+            watcher.call_later(self._exit_grace, self._cut_output)
+        wake, self._exit_wake = self._exit_wake, None
+        if wake is not None:
+            wake()
+
+    def _end_output_now(self) -> bool:
+        """Watched children: end the output at once (sync, for a timer); False where not watched."""
+        if self._events.watcher is None:
+            return False
+        if not self._output_ended:
+            self._output_ended = True
+            wake = self._events.unpark()
+            # Closing wakes a pending read (it then returns b""); a parked reader is woken instead.
+            stdout = self._stdout
+            assert isinstance(stdout, SyncClosable)
+            stdout.close()
+            if wake is not None:
+                wake()
+        return True
+
+    def _cut_output(self) -> None:
+        if not self._output_ended and self._events.watcher is not None:
+            self._output_cut = True
+            self._end_output_now()
 
     def _final_status(self) -> ExitStatus:
         if self.exit_status is None:
@@ -314,7 +351,7 @@ class AgentProcess(_ChildEvents):
         with trio.CancelScope(shield=True):
             await self.close_stdin()
             await self._stdout.aclose()
-            await self._stderr_stream.aclose()
+            await self._events.close_stderr()
         tap, self.tap = self.tap, None
         if tap is not None:
             tap.close()  # the process is done with: nothing more is read or written
@@ -354,30 +391,32 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
     agent = AgentProcess(proc, spec)
     if child_watch.AVAILABLE and isinstance(proc, _LinuxProcess):
         # One shared watcher instead of an exit task and a stderr task per child.
+        events = agent._events
         try:
-            agent._watch(child_watch.current_watcher(), proc)
+            events.watch(child_watch.current_watcher(), proc)
             yield agent
         finally:
             with trio.CancelScope(shield=True):
                 await agent.stop()
                 with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
-                    await agent._stderr_done.wait()
-            agent._unwatch()
+                    await events.stderr_done.wait()
+            agent._exit_wake = None
+            events.unwatch()
             await agent._aclose_pipes()
         return
     try:
         # The background tasks never raise: a group holds the body's one exception.
         with collapse_single_group():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(agent._watch_exit)
-                nursery.start_soon(agent._drain_stderr)
+                nursery.start_soon(agent._events.watch_exit)
+                nursery.start_soon(agent._events.drain_stderr)
                 try:
                     yield agent
                 finally:
                     with trio.CancelScope(shield=True):
                         await agent.stop()
                         with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
-                            await agent._stderr_done.wait()
-                    agent._cancel_tasks()
+                            await agent._events.stderr_done.wait()
+                    agent._events.cancel_tasks()
     finally:
         await agent._aclose_pipes()
