@@ -231,6 +231,18 @@ class HostedProcess:
                         await done.wait()
         return self.exit_status
 
+    async def wait(self) -> ExitStatus | None:
+        """Wait until the current process is done with: its output ended, ``on_exit`` returned, its context left.
+
+        Its stderr has then been drained (:meth:`AgentProcess.stderr_tail` is
+        complete).  Bound it with the caller's cancel scope.  Returns
+        :attr:`exit_status`; at once when no process was spawned.
+        """
+        done = self._done
+        if done is not None:
+            await done.wait()
+        return self.exit_status
+
     async def close(self) -> ExitStatus | None:
         """Stop for good (a later :meth:`ensure` raises ``session_exited``) and leave a parked process's context."""
         self._closed = True

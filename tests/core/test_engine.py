@@ -18,6 +18,7 @@ from agentrt.testing import fixture_agent_argv
 from agentrt.testing._pids import our_children
 
 from .test_conversation import ENV, PLUGINS, script_agent
+from .test_fallback_paths import Fallback, fallback  # noqa: F401  (the fixture)
 
 _AGENT_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
@@ -92,11 +93,44 @@ async def test_an_engine_spawns_pumps_and_hands_over_the_exit_of_its_process() -
         assert "".join(ev.text for ev in host.events if isinstance(ev, TextDelta)) == "echo: hello there"
         assert await engine.ensure() is proc  # running: no second spawn
         status = await engine.stop()
+        assert await engine.wait() == status  # the process context is left: nothing more to wait for
     assert status is not None and status.requested
     assert engine.exit_status == status
     [end] = host.ends
     assert end.process is proc and end.status == status
     assert proc.pid not in our_children()
+
+
+STDERR_AGENT = """
+for msg in lines():
+    emit({"type": "system", "subtype": "init", "session_id": "s-2", "model": "m"})
+    sys.stderr.write("the last words\\n"); sys.stderr.flush()
+    sys.exit(5)
+"""
+
+
+async def test_without_the_shared_watcher_the_engine_reads_and_ends_a_process_the_same_way(
+    fallback: Fallback,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    spec = script_agent(tmp_path, STDERR_AGENT).process_spec(PLUGINS.dialect("awp-jsonl"), parent_env=ENV)
+    host = Host()
+    async with trio.open_nursery() as nursery:
+        engine = HostedProcess(
+            lambda resume, codec: spec, host.codec, nursery=nursery, on_events=host.on_events,
+            on_oversize=host.on_oversize, on_exit=host.on_exit,
+        )  # fmt: skip
+        proc = await engine.ensure()
+        fallback.check_process(proc)
+        assert engine.codec is not None
+        await engine.send(engine.codec.encode_turn(Turn.text("hi")))
+        with trio.fail_after(30):  # a hang guard: the agent exits by itself
+            status = await engine.wait()
+    assert status is not None and status.returncode == 5 and not status.requested
+    [end] = host.ends
+    assert end.process is proc and end.output.eof
+    assert proc.stderr_tail() == b"the last words\n"
+    assert any(isinstance(ev, SessionStarted) for ev in host.events)
 
 
 async def test_ensure_respawns_with_resume_and_the_codec_next_codec_gave() -> None:
