@@ -197,7 +197,7 @@ def test_a_long_streamed_message_keeps_few_pieces_and_the_same_events() -> None:
     for lo, hi in itertools.pairwise([*cuts, len(blob)]):
         if lo == len(streamed):
             # Before the complete line: each block's text is there, in few pieces.
-            kept = codec._streamed[("text", "m1")]  # type: ignore[attr-defined]
+            kept = codec._state.streamed[("text", "m1")]  # type: ignore[attr-defined]
             assert "".join(kept[0]) == "".join(f"a{i} " for i in range(3000))
             assert "".join(kept[1]) == "".join(f"b{i}\n" for i in range(700))
             assert len(kept[0]) + len(kept[1]) < 200
@@ -349,7 +349,7 @@ def test_a_turn_of_many_messages_without_complete_lines_keeps_a_bounded_few(thin
     fast, _ = _read_lines(codec, blob, list(range(0, len(blob), 997)))
     plain, _ = _read_all(PLUGINS.dialect("stream-json").host_codec(), blob, list(range(0, len(blob), 997)))
     _same(fast, plain)
-    assert len(codec._streamed) <= _KEEP_MESSAGES  # type: ignore[attr-defined]
+    assert len(codec._state.streamed) <= _KEEP_MESSAGES  # type: ignore[attr-defined]
     tail = [(ev.type, getattr(ev, "text", None)) for ev in fast[-2:]]
     # msg_0 was let go long ago: its complete line is text again; msg_{n-1} was kept: nothing repeats.
     # (a complete line that adds nothing is a raw event)

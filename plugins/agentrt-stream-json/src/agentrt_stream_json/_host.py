@@ -27,8 +27,9 @@ from agentrt_awp_jsonl.anthropic import (
     tool_results,
 )
 
-from ._host_messages import _CompleteMessages
-from ._host_stream import _UNSET, _StreamedDeltas
+from ._host_messages import CompleteMessages
+from ._host_state import StreamState
+from ._host_stream import StreamedDeltas
 
 __all__ = ["StreamJsonHostCodec", "permission_response"]
 
@@ -55,45 +56,42 @@ def permission_response(decision: PermissionDecision) -> dict[str, Any]:
     return {"behavior": "deny", "message": decision.message}
 
 
-class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
+class StreamJsonHostCodec(HostCodec):
     """Host side of stream-json: decodes the Claude Code CLI's output objects.
 
     One instance per conversation; it remembers what the current turn streamed
     (to emit only what the complete ``assistant`` lines add) and the tool calls
-    already reported.
+    already reported.  Composed of two parts over one
+    :class:`~agentrt_stream_json._host_state.StreamState`: the streamed deltas
+    (:class:`~agentrt_stream_json._host_stream.StreamedDeltas`, the hot path)
+    and the complete messages
+    (:class:`~agentrt_stream_json._host_messages.CompleteMessages`); this class
+    keeps the session, the system lines and the control protocol.
     """
 
     def __init__(self) -> None:
         #: The session of the last ``system/init``.
         self.session_id: str | None = None
-        self._message_id: Any = None
-        # (kind, message id, block index) -> streamed pieces; (kind, message id) -> indices in order
-        # (kind, message id) -> {block index: streamed pieces}, blocks in stream order
-        self._streamed: dict[tuple[str, Any], dict[int, list[str]]] = {}
-        # the text blocks of the message being streamed, cached for the hot path
-        self._text_msg: Any = _UNSET
-        self._text_blocks: dict[int, list[str]] = {}
-        # (blocks dict, {block index: pieces already joined}) for decode_lines' joins
-        self._joined: tuple[Any, dict[int, int]] = (None, {})
-        # (message id, block index) -> [tool id, name, input pieces] of a streamed tool_use block
-        self._tool_blocks: dict[tuple[Any, int], list[Any]] = {}
-        self._tools_emitted: set[str] = set()
+        self._state = state = StreamState()
+        self._messages = messages = CompleteMessages(state, self.decode)
+        self._stream = stream = StreamedDeltas(state, messages.typed_line)
+        bare = stream.bare_raw
         self._dispatch: dict[str, Callable[[dict[str, Any]], Sequence[Event]]] = {
             "system": self._system,
-            "assistant": self._assistant,
+            "assistant": messages.assistant,
             "user": tool_results,
-            "result": self._result,
+            "result": messages.result,
             "rate_limit_event": self._rate_limit,
-            "stream_event": self._stream_event,
+            "stream_event": stream.stream_event,
             "control_request": self._control_request,
             # The real CLI wraps raw events in stream_event; accept them bare
             # too, with the same (non-terminal) meaning.
-            "message_start": self._bare_raw,
-            "content_block_start": self._bare_raw,
-            "content_block_delta": self._bare_raw,
-            "content_block_stop": self._bare_raw,
-            "message_delta": self._bare_raw,
-            "message_stop": self._bare_raw,
+            "message_start": bare,
+            "content_block_start": bare,
+            "content_block_delta": bare,
+            "content_block_stop": bare,
+            "message_delta": bare,
+            "message_stop": bare,
         }
 
     # -- input ---------------------------------------------------------------
@@ -108,6 +106,15 @@ class StreamJsonHostCodec(_StreamedDeltas, _CompleteMessages, HostCodec):
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one parsed output object; never raises."""
         return dispatch(self._dispatch, obj)
+
+    def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
+        """Events for one chunk's lines: each line msgspec takes typed is decoded from its struct, text deltas inline.
+
+        Every other line goes to ``general``; the same events as :meth:`decode`
+        on each line's plain parse (see
+        :meth:`~agentrt_stream_json._host_stream.StreamedDeltas.decode_lines`).
+        """
+        return self._stream.decode_lines(lines, general)
 
     # -- control requests -------------------------------------------------
     def encode_interrupt(self) -> bytes:

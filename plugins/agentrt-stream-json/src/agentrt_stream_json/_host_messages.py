@@ -1,15 +1,16 @@
 """stream-json host side: complete messages (``assistant``, ``user``, ``result`` lines).
 
-A mixin of :class:`agentrt_stream_json._host.StreamJsonHostCodec` (the state
-stays on the codec): a complete ``assistant`` line adds only what the streamed
-deltas (:mod:`agentrt_stream_json._host_stream`) did not already carry, and a
-``result`` ends the turn.  Parsed objects and lines decoded typed alike.
+A part of :class:`agentrt_stream_json._host.StreamJsonHostCodec`, sharing its
+:class:`~agentrt_stream_json._host_state.StreamState` with the streamed deltas
+(:mod:`agentrt_stream_json._host_stream`): a complete ``assistant`` line adds
+only what the stream did not already carry, and a ``result`` ends the turn.
+Parsed objects and lines decoded typed alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from agentrt.dialect import JsonFragment
 from agentrt.events import (
@@ -29,7 +30,7 @@ from agentrt.labels import tool_label
 from agentrt.lowlevel import parse_line
 from agentrt_awp_jsonl.anthropic import failure_code, failure_message, is_stable_code, tool_use_event
 
-from ._host_stream import _UNSET
+from ._host_state import StreamState
 from ._typed import (
     AssistantLine,
     RateLimitLine,
@@ -49,22 +50,19 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class _CompleteMessages:
-    """Complete messages: what the stream did not carry, tool calls once, the turn's end."""
+class CompleteMessages:
+    """Complete messages: what the stream did not carry, tool calls once, the turn's end.
 
-    _message_id: Any
-    _streamed: dict[tuple[str, Any], dict[int, list[str]]]
-    _text_msg: Any
-    _text_blocks: dict[int, list[str]]
-    _tool_blocks: dict[tuple[Any, int], list[Any]]
-    _tools_emitted: set[str]
+    ``decode(obj)`` is the codec's (a typed line the structs cannot carry
+    whole goes back to it parsed).
+    """
 
-    if TYPE_CHECKING:
-
-        def decode(self, obj: Any) -> Sequence[Event]: ...
+    def __init__(self, state: StreamState, decode: Callable[[Any], Sequence[Event]]) -> None:
+        self._state = state
+        self._decode = decode
 
     # -- complete messages --------------------------------------------------
-    def _assistant(self, obj: dict[str, Any]) -> Sequence[Event]:
+    def assistant(self, obj: dict[str, Any]) -> Sequence[Event]:
         message = obj.get("message")
         if not isinstance(message, dict):
             return (RawEvent(name="assistant", raw=obj),)
@@ -90,11 +88,11 @@ class _CompleteMessages:
                     out.extend(self._unstreamed(btype, msg, position, text, obj))
             elif btype == "tool_use":
                 tool_id = block.get("id")
-                if isinstance(tool_id, str) and tool_id in self._tools_emitted:
+                if isinstance(tool_id, str) and tool_id in self._state.tools_emitted:
                     continue
                 event = tool_use_event(obj, block)
                 if event.id:
-                    self._tools_emitted.add(event.id)
+                    self._state.tools_emitted.add(event.id)
                 out.append(event)
             else:
                 out.append(RawEvent(name=f"assistant/{btype}" if isinstance(btype, str) else "assistant", raw=obj))
@@ -102,7 +100,7 @@ class _CompleteMessages:
 
     def _unstreamed(self, kind: str, msg: Any, position: int, text: str, obj: Any) -> list[Event]:
         cls = TextDelta if kind == "text" else ThinkingDelta
-        blocks = self._streamed.get((kind, msg))
+        blocks = self._state.streamed.get((kind, msg))
         if not blocks:
             return [cls(text=text, index=position, raw=obj)]
         # The complete block matches the first streamed block not yet matched.
@@ -120,16 +118,8 @@ class _CompleteMessages:
             )
         ]
 
-    def _end_turn(self) -> None:
-        # The turn is over: forget what was streamed in it.
-        self._streamed.clear()
-        self._text_msg, self._text_blocks = _UNSET, {}
-        self._tool_blocks.clear()
-        self._tools_emitted.clear()
-        self._message_id = None
-
-    def _result(self, obj: dict[str, Any]) -> Sequence[Event]:
-        self._end_turn()
+    def result(self, obj: dict[str, Any]) -> Sequence[Event]:
+        self._state.end_turn()
         subtype = obj.get("subtype")
         usage_obj = obj.get("usage")
         usage = Usage.from_mapping(usage_obj) if isinstance(usage_obj, dict) else None
@@ -147,7 +137,7 @@ class _CompleteMessages:
         )
 
     # -- complete lines decoded typed ---------------------------------------
-    def _typed_line(self, typed: Any, line: bytes) -> Sequence[Event]:
+    def typed_line(self, typed: Any, line: bytes) -> Sequence[Event]:
         # The line kinds other than deltas, decoded typed: the same events as
         # the handlers of the parsed object.  What the structs leave out (a
         # failed result, a rate limit that limits) and a kept fragment orjson
@@ -174,7 +164,7 @@ class _CompleteMessages:
                 subtype = typed.subtype
                 if not (typed.is_error is True or (subtype is not None and subtype.startswith("error"))):
                     usage_obj = loads_raw(typed.usage)
-                    self._end_turn()
+                    self._state.end_turn()
                     return (
                         TurnCompleted(
                             session_id=typed.session_id,
@@ -189,7 +179,7 @@ class _CompleteMessages:
                     return (RawEvent(name="rate_limit_event", raw=line),)
         except Exception:
             pass
-        return self.decode(parse_line(line))
+        return self._decode(parse_line(line))
 
     def _typed_assistant(self, typed: AssistantLine, line: bytes) -> Sequence[Event]:
         content = typed.message.content
@@ -206,7 +196,7 @@ class _CompleteMessages:
                     out.extend(self._unstreamed("thinking", msg, position, block.thinking, line))
             elif type(block) is ToolUseBlock:
                 tool_id = block.id
-                if tool_id is not None and tool_id in self._tools_emitted:
+                if tool_id is not None and tool_id in self._state.tools_emitted:
                     continue
                 # As tool_use_event builds it, the input parsed on first read.
                 name = block.name or "tool"
@@ -222,7 +212,7 @@ class _CompleteMessages:
                     )
                 )
                 if tool_id:
-                    self._tools_emitted.add(tool_id)
+                    self._state.tools_emitted.add(tool_id)
         return out if out else (RawEvent(name="assistant", raw=line),)
 
 

@@ -1,15 +1,17 @@
 """stream-json host side: the streamed deltas (``stream_event`` lines), text deltas on the hot path.
 
-A mixin of :class:`agentrt_stream_json._host.StreamJsonHostCodec` (the state
-stays on the codec): :meth:`decode_lines` inlines text-delta lines, the other
-raw events record what was streamed so that the complete ``assistant`` line
-adds only the rest (:mod:`agentrt_stream_json._host_messages`).
+A part of :class:`agentrt_stream_json._host.StreamJsonHostCodec`, which
+holds it beside the complete messages (:mod:`agentrt_stream_json._host_messages`),
+both sharing one :class:`~agentrt_stream_json._host_state.StreamState`:
+:meth:`StreamedDeltas.decode_lines` inlines text-delta lines, the other raw
+events record what was streamed so that the complete ``assistant`` line adds
+only the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import orjson
@@ -18,6 +20,7 @@ from agentrt.dialect import text_delta_slots
 from agentrt.events import Diagnostic, Event, RawEvent, TextDelta, ThinkingDelta, ToolUse
 from agentrt.labels import tool_label
 
+from ._host_state import KEEP_MESSAGES, StreamState
 from ._typed import (
     BlockDelta,
     BlockStart,
@@ -36,33 +39,27 @@ _DecodeError = msgspec.DecodeError  # ValidationError is a subclass
 __all__: list[str] = []
 
 _NO_EVENTS: tuple[Event, ...] = ()
-_UNSET = object()
 # How many new streamed pieces of one block a chunk may leave before they are joined.
 _JOIN_PIECES = 64
-# How many messages' streamed text (text and thinking counted apart) is kept for complete lines.
-_KEEP_MESSAGES = 64
+_KEEP_MESSAGES = KEEP_MESSAGES  # the retention bound, under the name the tests know
 
 
-class _StreamedDeltas:
-    """Streamed raw events: text, thinking and tool-input deltas, message and block starts and stops."""
+class StreamedDeltas:
+    """Streamed raw events: text, thinking and tool-input deltas, message and block starts and stops.
 
-    _message_id: Any
-    _streamed: dict[tuple[str, Any], dict[int, list[str]]]
-    _text_msg: Any
-    _text_blocks: dict[int, list[str]]
-    _tool_blocks: dict[tuple[Any, int], list[Any]]
-    _tools_emitted: set[str]
-    _joined: tuple[Any, dict[int, int]]
+    ``typed_line(typed, line)`` gives the events of a complete line the typed
+    parse took (the complete messages' part).
+    """
 
-    if TYPE_CHECKING:
-
-        def _typed_line(self, typed: Any, line: bytes) -> Sequence[Event]: ...
+    def __init__(self, state: StreamState, typed_line: Callable[[Any, bytes], Sequence[Event]]) -> None:
+        self._state = state
+        self._typed_line = typed_line
 
     # -- streamed raw events -----------------------------------------------
-    def _bare_raw(self, obj: dict[str, Any]) -> Sequence[Event]:
+    def bare_raw(self, obj: dict[str, Any]) -> Sequence[Event]:
         return self._raw_event(obj, obj)
 
-    def _stream_event(self, obj: dict[str, Any]) -> Sequence[Event]:
+    def stream_event(self, obj: dict[str, Any]) -> Sequence[Event]:
         ev = obj.get("event")
         if type(ev) is not dict:
             return (RawEvent(name="stream_event", raw=obj),)
@@ -76,36 +73,37 @@ class _StreamedDeltas:
         Each line msgspec takes into one of the typed line kinds
         (:func:`~agentrt_stream_json._typed.decode_typed_line`'s) is decoded
         from its struct at once, text deltas inline; every other line goes to
-        ``general`` (the framing's parse, then :meth:`decode`).  Same events as
-        :meth:`decode` on each line's plain parse.
+        ``general`` (the framing's parse, then the codec's ``decode``).  Same
+        events as ``decode`` on each line's plain parse.
         """
         out: list[Event] = []
         append = out.append
         decode_line = _decode_line
         error = _DecodeError
         new, set_text, set_index, set_raw = text_delta_slots()
-        message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+        state = self._state
+        message_id, text_msg, blocks = state.message_id, state.text_msg, state.text_blocks
         for line in lines:
             try:
                 typed = decode_line(line)
             except (error, RecursionError):  # any other shape (msgspec's nesting limit too)
                 out.extend(general(line))
-                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                message_id, text_msg, blocks = state.message_id, state.text_msg, state.text_blocks
                 continue
             if type(typed) is not StreamDelta:
                 out.extend(self._typed_line(typed, line))
-                message_id, text_msg, blocks = self._message_id, self._text_msg, self._text_blocks
+                message_id, text_msg, blocks = state.message_id, state.text_msg, state.text_blocks
                 continue
             ev = typed.event
             if type(ev) is not BlockDelta:
                 out.extend(self._typed_event(typed, ev, line))
-                message_id = self._message_id
+                message_id = state.message_id
                 continue
             delta = ev.delta
             if type(delta) is not TextDeltaBody:
                 out.extend(self._typed_delta(typed, line))
-                # A thinking delta may have let the oldest kept message go (see _blocks).
-                text_msg, blocks = self._text_msg, self._text_blocks
+                # A thinking delta may have let the oldest kept message go (see StreamState.blocks).
+                text_msg, blocks = state.text_msg, state.text_blocks
                 continue
             text = delta.text
             if not text:
@@ -113,7 +111,7 @@ class _StreamedDeltas:
             index = ev.index
             msg = typed.api_message_id or message_id
             if msg != text_msg:
-                text_msg, blocks = msg, self._text_message(msg)
+                text_msg, blocks = msg, state.text_message(msg)
             parts = blocks.get(index)
             if parts is None:
                 blocks[index] = [text]
@@ -135,9 +133,9 @@ class _StreamedDeltas:
         # concatenation is unchanged, only its pieces are fewer), so the pieces die
         # with their events and a reply of any length holds about its text.  Only
         # the pieces since the last join are joined: no text is copied twice.
-        joined = self._joined
+        joined = self._state.joined
         if joined[0] is not blocks:
-            joined = self._joined = (blocks, {})
+            joined = self._state.joined = (blocks, {})
         marks = joined[1]
         for index, parts in blocks.items():
             start = marks.get(index, 0)
@@ -152,16 +150,16 @@ class _StreamedDeltas:
         kind = type(ev)
         if kind is MessageStart:
             if ev.message is not None:
-                self._message_id = ev.message.id
+                self._state.message_id = ev.message.id
         elif kind is BlockStart:
             block = ev.content_block
             if block is not None and block.type == "tool_use" and ev.index is not None:
-                msg = typed.api_message_id or self._message_id
-                self._tool_blocks[(msg, ev.index)] = [block.id or "", block.name or "tool", []]
+                msg = typed.api_message_id or self._state.message_id
+                self._state.tool_blocks[(msg, ev.index)] = [block.id or "", block.name or "tool", []]
         elif kind is BlockStop and ev.index is not None:
-            msg = typed.api_message_id or self._message_id
-            pending = self._tool_blocks.pop((msg, ev.index), None)
-            if pending is not None and pending[0] not in self._tools_emitted:
+            msg = typed.api_message_id or self._state.message_id
+            pending = self._state.tool_blocks.pop((msg, ev.index), None)
+            if pending is not None and pending[0] not in self._state.tools_emitted:
                 return self._streamed_tool(line, pending)
         return _NO_EVENTS  # message_delta, message_stop: the result's usage counts the turn
 
@@ -169,46 +167,19 @@ class _StreamedDeltas:
         # The other delta kinds, as _raw_event handles them.
         ev = typed.event
         delta = ev.delta
-        msg = typed.api_message_id or self._message_id
+        msg = typed.api_message_id or self._state.message_id
         if type(delta) is ThinkingDeltaBody:
             text = delta.thinking
             if not text:
                 return _NO_EVENTS
-            blocks = self._blocks("thinking", msg)
+            blocks = self._state.blocks("thinking", msg)
             blocks.setdefault(ev.index, []).append(text)
             return (ThinkingDelta(text=text, index=ev.index, raw=line),)
         if type(delta) is JsonDelta:
-            block = self._tool_blocks.get((msg, ev.index))
+            block = self._state.tool_blocks.get((msg, ev.index))
             if block is not None:
                 block[2].append(delta.partial_json)
         return _NO_EVENTS  # input_json_delta, signature_delta
-
-    def _text_message(self, msg: Any) -> dict[int, list[str]]:
-        # The message streamed before is kept until its complete line or the
-        # turn's end: as one string per block, not one object per delta (a
-        # third of the memory for short deltas).
-        for index, parts in self._text_blocks.items():
-            if len(parts) > 1:
-                self._text_blocks[index] = ["".join(parts)]
-        blocks = self._blocks("text", msg)
-        self._text_msg, self._text_blocks = msg, blocks
-        return blocks
-
-    def _blocks(self, kind: str, msg: Any) -> dict[int, list[str]]:
-        # What message ``msg`` streamed of ``kind``, kept for its complete line. At most
-        # _KEEP_MESSAGES are kept: a message's complete line comes before the next
-        # message starts (every capture), so only a CLI that never sends complete lines
-        # reaches the bound, and it then holds a few messages' text, not a turn's.
-        streamed = self._streamed
-        key = (kind, msg)
-        blocks = streamed.get(key)
-        if blocks is None:
-            if len(streamed) >= _KEEP_MESSAGES:
-                oldest = streamed.pop(next(iter(streamed)))
-                if oldest is self._text_blocks:  # the hot path's cached message went with it
-                    self._text_msg, self._text_blocks = _UNSET, {}
-            blocks = streamed[key] = {}
-        return blocks
 
     def _raw_event(self, obj: dict[str, Any], ev: dict[str, Any]) -> Sequence[Event]:
         etype = ev.get("type")
@@ -228,7 +199,7 @@ class _StreamedDeltas:
                         return (TextDelta(text=text, index=index, raw=obj),)
                 elif dtype == "input_json_delta":
                     piece = delta.get("partial_json")
-                    block = self._tool_blocks.get((self._msg(obj), index))
+                    block = self._state.tool_blocks.get((self._state.msg(obj), index))
                     if block is not None and type(piece) is str:
                         block[2].append(piece)
                     return _NO_EVENTS
@@ -248,7 +219,7 @@ class _StreamedDeltas:
                 mid = message.get("id")
                 # The id keys what later deltas stream: an array or object (no real CLI's) is no id,
                 # rather than a key no later line could be filed under.
-                self._message_id = None if isinstance(mid, (list, dict)) else mid
+                self._state.message_id = None if isinstance(mid, (list, dict)) else mid
             return _NO_EVENTS
         if etype == "content_block_start":
             block = ev.get("content_block")
@@ -256,7 +227,7 @@ class _StreamedDeltas:
             if isinstance(block, dict) and block.get("type") == "tool_use" and type(index) is int:
                 tool_id = block.get("id")
                 name = block.get("name")
-                self._tool_blocks[(self._msg(obj), index)] = [
+                self._state.tool_blocks[(self._state.msg(obj), index)] = [
                     tool_id if isinstance(tool_id, str) else "",
                     name if isinstance(name, str) and name else "tool",
                     [],
@@ -264,8 +235,8 @@ class _StreamedDeltas:
             return _NO_EVENTS
         if etype == "content_block_stop":
             index = ev.get("index")
-            pending = self._tool_blocks.pop((self._msg(obj), index), None) if type(index) is int else None
-            if pending is not None and pending[0] not in self._tools_emitted:
+            pending = self._state.tool_blocks.pop((self._state.msg(obj), index), None) if type(index) is int else None
+            if pending is not None and pending[0] not in self._state.tools_emitted:
                 return self._streamed_tool(obj, pending)
             return _NO_EVENTS
         if etype == "message_delta" or etype == "message_stop":
@@ -273,13 +244,8 @@ class _StreamedDeltas:
             return _NO_EVENTS
         return (RawEvent(name=f"stream_event/{etype}" if isinstance(etype, str) else "stream_event", raw=obj),)
 
-    def _msg(self, obj: dict[str, Any]) -> Any:
-        # The capture's CLI names the message on every stream_event; older
-        # ones only in message_start.
-        return obj.get("api_message_id") or self._message_id
-
     def _record(self, kind: str, obj: dict[str, Any], index: int, text: str) -> None:
-        blocks = self._blocks(kind, self._msg(obj))
+        blocks = self._state.blocks(kind, self._state.msg(obj))
         parts = blocks.get(index)
         if parts is None:
             blocks[index] = [text]
@@ -305,6 +271,6 @@ class _StreamedDeltas:
         if not isinstance(tool_input, dict):
             tool_input = {}
         if tool_id:
-            self._tools_emitted.add(tool_id)
+            self._state.tools_emitted.add(tool_id)
         events.append(ToolUse(id=tool_id, name=name, input=tool_input, summary=tool_label(name, tool_input), raw=obj))
         return events
