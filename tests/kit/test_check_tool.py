@@ -169,7 +169,7 @@ async def test_a_tool_object_is_checked_too(notes: dict[str, str]) -> None:
 )
 async def test_a_careless_tool_fails_naming_what(notes: dict[str, str], cls: type[ReadNote], message: str) -> None:
     with pytest.raises(AssertionError) as info:
-        await check_tool(factory_for(cls), env=notes, valid=VALID, paths=["name"], hang_after=3.0)
+        await check_tool(factory_for(cls), env=notes, valid=VALID, paths=["name"], hang_after=5.0)
     assert message in str(info.value)
     assert str(info.value).startswith(f"check_tool({cls.name})")
 
