@@ -61,6 +61,9 @@ def test_every_run_is_recorded_and_logs_lists_and_searches_them(tmp_path: Path) 
     assert [r["prompt"] for r in lines(cli(tmp_path, "logs", "-q", 'echo "tell', "--json"))] == [
         "tell me about zebras"]
     assert lines(cli(tmp_path, "logs", "-q", "okapi", "--json")) == []
+    # --search is the same search, by its longer name.
+    assert [r["prompt"] for r in lines(cli(tmp_path, "logs", "--search", "giraffes", "--json"))] == [
+        "what about giraffes"]
     assert [r["agent"] for r in lines(cli(tmp_path, "logs", "-a", "fy", "--json"))] == ["fy"]
     assert len(lines(cli(tmp_path, "logs", "-n", "2", "--json"))) == 2
     text = cli(tmp_path, "logs", "-n", "1")

@@ -24,7 +24,8 @@ def _clip(text: str | None, width: int) -> str:
 @click.command()
 @click.option("-n", "--count", "count", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many turns to show (0: all).")
-@click.option("-q", "--query", help="Full-text search over prompts and replies (every word must match).")
+@click.option("-q", "--query", "--search", "query",
+              help="Full-text search (FTS5) over prompts and final replies (every word must match).")
 @click.option("-a", "--agent", help="Only conversations of this configured agent.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per turn.")
 @click.option("--full", is_flag=True,
