@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 import trio
@@ -105,7 +105,7 @@ class Ruleset:
         config_allow = tuple(getattr(config, "allow", ()) or ())
         config_deny = tuple(getattr(config, "deny", ()) or ())
         return cls(
-            mode=mode,  # type: ignore[arg-type]
+            mode=cast(Mode, mode),  # cli_mode checked above; a config's mode as its schema gave it
             mode_source=source,
             cli_allow=tuple(parse_rule(p) for p in cli_allow),
             cli_deny=tuple(parse_rule(p) for p in cli_deny),

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 import trio
@@ -28,6 +28,7 @@ from ..events import Usage
 from ..provider import (
     FinishChunk,
     Provider,
+    ProviderChunk,
     ProviderRequest,
     ReasoningChunk,
     TextChunk,
@@ -151,7 +152,9 @@ async def _stream_round(provider: Provider, request: ProviderRequest, out: TurnO
     rnd = _Round()
     try:
         with trio.fail_after(time_limit):
-            async with aclosing(provider.stream(request)) as chunks:  # type: ignore[type-var]
+            # A provider's stream is an async generator (the Provider contract: closed when left early).
+            stream = cast("AsyncGenerator[ProviderChunk, None]", provider.stream(request))
+            async with aclosing(stream) as chunks:
                 async for chunk in chunks:
                     if isinstance(chunk, TextChunk):
                         if not chunk.text:

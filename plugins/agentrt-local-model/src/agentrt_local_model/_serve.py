@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     for signum in stops:
         signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    import xllamacpp  # type: ignore[import-not-found,unused-ignore]  # the [model] extra: untyped, optional
+    import xllamacpp  # the [model] extra: untyped, optional (pyproject.toml tells mypy)
 
     params = xllamacpp.CommonParams()
     params.model.path = args.model

@@ -9,7 +9,7 @@ import math
 import os
 import re
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import trio
@@ -286,6 +286,7 @@ async def serve_control_plane(
     """
     from hypercorn.config import Config
     from hypercorn.trio import serve
+    from hypercorn.typing import ASGIFramework
 
     bind_host = check_bind_host(host)
     config = Config()
@@ -316,7 +317,9 @@ async def serve_control_plane(
     async with trio.open_nursery() as nursery:
 
         async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
-            await serve(app, config, shutdown_trigger=shutdown.wait, task_status=task_status)  # type: ignore[arg-type]
+            # Starlette is an ASGI app; the two libraries spell the ASGI types apart.
+            asgi = cast(ASGIFramework, app)
+            await serve(asgi, config, shutdown_trigger=shutdown.wait, task_status=task_status)
             nursery.cancel_scope.cancel()  # the server is done: stop the maintenance loop
 
         async def bound_shutdown() -> None:
