@@ -12,7 +12,8 @@ a few per turn) is written as its JSON form with its sequence number in one
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import orjson
 
@@ -94,7 +95,7 @@ class ConversationLog:
             # The hot path: a chunk's worth of decoded text, already in the transcript.
             if reply is not None and not reply.clipped and TextDelta in types:
                 if len(types) == 1:
-                    reply.add("".join([e.text for e in events]))  # type: ignore[attr-defined]
+                    reply.add("".join([e.text for e in cast("Sequence[TextDelta]", events)]))  # all text deltas
                 else:
                     reply.add("".join([e.text for e in events if type(e) is TextDelta]))
             return None
@@ -103,8 +104,8 @@ class ConversationLog:
         seq = batch.first_seq
         for event in events:
             cls = type(event)
-            if cls is TextDelta and reply is not None and not reply.clipped:
-                reply.add(event.text)  # type: ignore[attr-defined]
+            if type(event) is TextDelta and reply is not None and not reply.clipped:  # narrowed for mypy
+                reply.add(event.text)
             if tapped and cls in BULK:
                 seq += 1
                 continue
