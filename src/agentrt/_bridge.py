@@ -214,6 +214,20 @@ def _offer(options: Any, launch: Any) -> None:
         options.modes, options.current_mode = _MODES[launch.protocol], "default"
 
 
+def _hosting(plugins: Any, launch: Any, outer: Any, env: Mapping[str, str], first_output: Any) -> Any:
+    """The hosted ACP agent's session handling (:class:`HostedAgent`), when the bridge hosts one for an ACP client."""
+    from ._bridge_hosted import HostedAgent, can_open_early
+
+    if not hasattr(outer, "defer_new") or not can_open_early(plugins.dialect(launch.protocol)):
+        return None
+    if first_output == "env":
+        from ._mismatch import first_output_timeout
+
+        first_output = first_output_timeout(env)
+    outer.defer_new = True
+    return HostedAgent(outer, first_output)
+
+
 async def _nothing() -> AsyncIterator[bytes]:
     return
     yield b""  # an empty async iterator: the hosted CLI never started
@@ -295,7 +309,8 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     take_opened = sessions.take_opened if sessions is not None else None
 
     offered = sessions.options if sessions is not None else None
-    if offered is not None:
+    hosting = _hosting(plugins, launch, outer, inner_env, resolved.first_output_timeout)
+    if offered is not None and hosting is None:
         _offer(offered, launch)
 
     def open_inner(resume: str | None, model: str | None, mode: str | None, cwd: str | None) -> Any:
@@ -316,13 +331,15 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 partial(plugins.thread_store, inner_env), session_thread(switch.client_session),
                 partial(replay, switch.client_session), send_objs,
             )  # fmt: skip
-        if switch.kind != "new":
-            value = switch.mode if switch.kind == "mode" else switch.model
+        if switch.kind != "new" or switch.request_id is not None:
+            value = {"mode": switch.mode, "new": switch.client_session}.get(switch.kind, switch.model)
             await send_objs(outer.answer_switch(switch.kind, switch.request_id, error, value))
 
     hosted = HostedConversation(
         open_inner, resume=args.resume, store=lambda: plugins.thread_store(inner_env),
         record=_recorder(plugins, inner_env, resolved), answer=answer_load, sessions=take_opened is not None,
+        prepare=hosting.prepare if hosting is not None else None,
+        forward=partial(hosting.forward, send_objs) if hosting is not None else None,
     )  # fmt: skip
 
     async def run_turn(conv: Conversation, item: tuple[int, Turn], nursery: trio.Nursery) -> None:
@@ -373,6 +390,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
                 # Answers the outer protocol wants now (a request/response handshake).
                 await send_objs(outer.drain_output())
                 for kind, rid, client_session, value, cwd in take_opened() if take_opened is not None else ():
+                    if kind == "option":
+                        await items_in.send(SessionSwitch(kind, rid, client_session, option=value))
+                        continue
                     mode, model = (value, None) if kind == "mode" else (None, value)
                     await items_in.send(SessionSwitch(kind, rid, client_session, model, mode, cwd))
                 if decoded is None:

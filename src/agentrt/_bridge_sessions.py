@@ -18,7 +18,12 @@ queues turns and :class:`SessionSwitch` items on one channel.
   new conversation is open, with the reason when it could not be.
 * A model or mode the client picks reopens it with that setting, resuming the
   session it had (the hosted CLI takes both at start: ``--model``,
-  ``--permission-mode``, or in band).
+  ``--permission-mode``, or in band) -- unless the bridge forwards switches to
+  the hosted agent (``forward``: a hosted ACP agent switches in place).
+* With ``prepare`` (a hosted ACP agent), a ``new`` or ``load`` is answered only
+  once ``prepare`` has had the hosted agent open its own session; when it
+  cannot, the client gets the reason and the bridge goes on in a fresh
+  conversation.
 * Each conversation is recorded (the ``recorder`` sink, as ``agentrt run``
   does), a client session's conversations under thread ``acp-<id>``.
 """
@@ -59,6 +64,8 @@ class SessionSwitch:
     model: str | None = None
     mode: str | None = None
     cwd: str | None = None
+    option: tuple[Any, Any] | None = None
+    """``(config id, value)`` of an ``option`` switch (a hosted agent's config option)."""
 
 
 OpenConversation = Callable[[str | None, str | None, str | None, str | None], AbstractAsyncContextManager[Any]]
@@ -78,6 +85,8 @@ class HostedConversation:
         record: Callable[[Any, str | None], Awaitable[None]],
         answer: Callable[[SessionSwitch, str | None], Awaitable[None]],
         sessions: bool,
+        prepare: Callable[[Any, SessionSwitch], Awaitable[None]] | None = None,
+        forward: Callable[[Any, SessionSwitch], Awaitable[None]] | None = None,
     ) -> None:
         self._open = open_conversation
         self._resume = resume
@@ -85,6 +94,8 @@ class HostedConversation:
         self._record = record
         self._answer = answer
         self._sessions = sessions  # the outer dialect has client sessions (ACP)
+        self._prepare = prepare  # opens the hosted agent's session before a new or load is answered
+        self._forward = forward  # switches the hosted agent in place (answers the client itself)
         #: The conversation turns run in now (``None`` between two).
         self.conv: Any = None
         #: Why the first conversation could not be opened (the bridge's startup error).
@@ -129,7 +140,11 @@ class HostedConversation:
                             if self._client is not None and conv.session_id:
                                 self._native[self._client] = conv.session_id
                         elif item.kind == "new" and not self._ran and not self._moves(item.cwd):
+                            switch = item  # a failure is answered, and the bridge goes on afresh
                             await self._bind(conv, item)
+                            switch = None
+                        elif item.kind not in ("new", "load") and self._forward is not None:
+                            await self._forward(conv, item)
                         else:
                             switch = item
                             current = conv.session_id
@@ -175,9 +190,11 @@ class HostedConversation:
             return True
 
     async def _bind(self, conv: Any, switch: SessionSwitch) -> None:
+        if self._prepare is not None:
+            await self._prepare(conv, switch)
         self._client = switch.client_session
         await self._record(conv, session_thread(switch.client_session))
-        if switch.kind != "new":
+        if switch.kind != "new" or switch.request_id is not None:
             await self._answer(switch, None)
 
     async def _native_id(self, client_session: str) -> str:

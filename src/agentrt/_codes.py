@@ -68,7 +68,10 @@ unsupported_protocol_version | the ACP agent speaks a protocol version agentrt d
 acp_initialize_failed | the ACP agent refused the initialize handshake | read the agent's message; check its login and options
 resume_unsupported | the agent cannot load an earlier session | start a new conversation instead of resuming
 unsupported_content_block | the agent does not accept this kind of content (e.g. images) | send text only
-model_not_set | the ACP agent did not accept the requested model | pick a model the agent lists
+model_not_set | the ACP agent did not accept the requested model, or does not offer it (the message names those it offers) | pick a model the agent lists
+mode_not_set | the ACP agent did not accept the mode chosen for the session | pick a mode the agent lists
+session_open_timeout | the bridge's hosted ACP agent did not open its session (or answer a forwarded switch) within its bound | raise the agent's `first_output_timeout` for a slow start; check its protocol setting
+session_not_open | a model or mode switch came while the bridge's hosted ACP agent had no open session (its process was replaced) | send a prompt first, then switch
 invalid_control_request | a control request or response lacks its id | report it to the agent's maintainers
 invalid_control_response | a control response could not be read | report it to the agent's maintainers
 invalid_tool_input_json | a streamed tool input is not valid JSON | report it to the agent's maintainers

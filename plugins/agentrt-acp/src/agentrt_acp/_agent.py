@@ -43,6 +43,9 @@ _REASONS = {
 }
 
 
+_SWITCHES = ("session/set_mode", "session/set_model", "session/set_config_option")
+_WHAT = {"session/set_mode": "mode", "session/set_model": "model", "session/set_config_option": "config option"}
+_ERROR_CODE = re.compile(r"([a-z][a-z0-9_]{1,63}): ")
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 _MAX_CWD = 4096  # PATH_MAX
 
@@ -97,8 +100,11 @@ class AcpAgentCodec(AgentCodec):
         self.load_sessions = False
         #: Models and modes the host can switch to (filled by the bridge; empty: none offered).
         self.options = SessionOptions()
+        #: Set by a host that opens its own agent's session first (the bridge hosting an ACP agent):
+        #: ``session/new`` is then answered through :meth:`answer_switch`, with what that agent offers.
+        self.defer_new = False
         #: (kind, request id, session id, model or mode, cwd of a new or loaded session)
-        self._opened: list[tuple[str, Any, str, str | None, str | None]] = []
+        self._opened: list[tuple[str, Any, str, Any, str | None]] = []
 
     def _reply(self, rid: Any, result: Mapping[str, Any]) -> None:
         self._outbox.append({"jsonrpc": "2.0", "id": rid, "result": dict(result)})
@@ -143,8 +149,9 @@ class AcpAgentCodec(AgentCodec):
             new_id = uuid.uuid4().hex
             self._sessions.add(new_id)
             self._session = new_id
-            self._opened.append(("new", None, new_id, None, cwd))
-            self._reply(rid, {"sessionId": new_id, **self.options.fields()})
+            self._opened.append(("new", rid if self.defer_new else None, new_id, None, cwd))
+            if not self.defer_new:
+                self._reply(rid, {"sessionId": new_id, **self.options.fields()})
         elif method == "session/load" and self.load_sessions:
             sid = params.get("sessionId")
             if not isinstance(sid, str) or not _SESSION_ID.fullmatch(sid):
@@ -160,30 +167,8 @@ class AcpAgentCodec(AgentCodec):
             self._sessions.add(sid)
             self._session = sid
             self._opened.append(("load", rid, sid, None, cwd))  # answered by the host once loaded (answer_switch)
-        elif method == "session/set_mode" and self.options.modes:
-            sid, mode = params.get("sessionId"), params.get("modeId")
-            if not isinstance(sid, str) or sid not in self._sessions or not self.options.has_mode(mode):
-                self._error(rid, -32602, "unknown session or mode")
-                return None
-            if self._prompt_id is not None:
-                self._error(rid, -32600, "a prompt is running")
-                return None
-            self._opened.append(("mode", rid, sid, mode, None))  # answered by the host once switched
-        elif method in ("session/set_model", "session/set_config_option") and self.options.models:
-            # The model as a session config option (configId "model"), or the older set_model.
-            option = method == "session/set_config_option"
-            sid = params.get("sessionId")
-            model = params.get("value") if option else params.get("modelId")
-            if option and params.get("configId") != "model":
-                model = None
-            if not isinstance(sid, str) or sid not in self._sessions or not self.options.has_model(model):
-                self._error(rid, -32602, "unknown session or model")
-                return None
-            if self._prompt_id is not None:
-                self._error(rid, -32600, "a prompt is running")
-                return None
-            kind = "model_option" if option else "model"
-            self._opened.append((kind, rid, sid, model, None))  # answered by the host once switched
+        elif method in _SWITCHES and self.options.offers(method):
+            self._switch(rid, method, params)
         elif method == "session/prompt":
             sid = params.get("sessionId")
             if not isinstance(sid, str) or sid not in self._sessions:
@@ -202,6 +187,31 @@ class AcpAgentCodec(AgentCodec):
             self._error(rid, -32601, "Method not found")
         return None
 
+    def _switch(self, rid: Any, method: str, params: Mapping[str, Any]) -> None:
+        """A model, mode or config option switch: checked here, queued for the host (:meth:`take_opened`)."""
+        sid = params.get("sessionId")
+        value: Any
+        if method == "session/set_mode":
+            kind, value = "mode", params.get("modeId")
+            ok = self.options.has_mode(value)
+        elif method == "session/set_model":
+            kind, value = "model", params.get("modelId")
+            ok = self.options.has_model(value)
+        else:
+            config_id, value = params.get("configId"), params.get("value")
+            ok = self.options.has_option(config_id, value)
+            if self.options.hosted is not None:
+                kind, value = "option", (config_id, value)  # any offered option, answered by the agent
+            else:
+                kind = "model_option"
+        if not isinstance(sid, str) or sid not in self._sessions or not ok:
+            self._error(rid, -32602, f"unknown session or {_WHAT[method]}")
+            return
+        if self._prompt_id is not None:
+            self._error(rid, -32600, "a prompt is running")
+            return
+        self._opened.append((kind, rid, sid, value, None))  # answered by the host once switched
+
     @staticmethod
     def startup_error_reply(obj: Any, code: str, message: str) -> dict[str, Any] | None:
         """The JSON-RPC error (-32603) answering request ``obj`` when the agent could not start, else ``None``.
@@ -217,13 +227,15 @@ class AcpAgentCodec(AgentCodec):
         error = {"code": -32603, "message": text, "data": {"code": code}}
         return {"jsonrpc": "2.0", "id": rid, "error": error}
 
-    def take_opened(self) -> list[tuple[str, Any, str, str | None, str | None]]:
+    def take_opened(self) -> list[tuple[str, Any, str, Any, str | None]]:
         """Session switches since the last call, in order: ``(kind, request id, session id, value, cwd)``.
 
-        ``kind`` is ``new`` (already answered), ``load``, ``mode`` (``session/set_mode``, with its
-        mode id), or ``model`` / ``model_option`` (``session/set_model`` /
-        ``session/set_config_option`` for ``model``, with its model id); all but ``new`` wait for
-        :meth:`answer_switch` (the host switches first).  ``cwd`` is the working directory a ``new``
+        ``kind`` is ``new`` (already answered, unless :attr:`defer_new`: its request id is then
+        set), ``load``, ``mode`` (``session/set_mode``, with its mode id), ``model`` /
+        ``model_option`` (``session/set_model`` / ``session/set_config_option`` for ``model``, with
+        its model id), or, with a hosted agent's offer, ``option`` (``session/set_config_option``,
+        value ``(config id, value)``); all but an answered ``new`` wait for :meth:`answer_switch` or
+        :meth:`answer_forwarded` (the host switches first).  ``cwd`` is the working directory a ``new``
         or ``load`` names (absolute, an existing directory when it was asked for; a request naming
         anything else is refused -32602 ``invalid_session_cwd``), ``None`` for the others.
         """
@@ -233,12 +245,18 @@ class AcpAgentCodec(AgentCodec):
     def answer_switch(
         self, kind: str, rid: Any, error: str | None = None, value: str | None = None
     ) -> list[dict[str, Any]]:
-        """The response to a ``load``, ``mode`` or model switch: success, or a -32603 error with ``error``.
+        """The response to a deferred ``new``, a ``load``, a ``mode`` or model switch: success, or -32603 ``error``.
 
-        A mode switch is also announced with a ``current_mode_update``.
+        ``error`` that starts with a stable code (``code: reason``) carries it as
+        ``data.code`` too.  A ``new`` is answered with its session id
+        (``value``) and the offer.  A mode switch is also announced with a
+        ``current_mode_update``.
         """
         if error is not None:
-            self._error(rid, -32603, error)
+            coded = _ERROR_CODE.match(error)
+            self._error(rid, -32603, error, coded.group(1) if coded else None)
+        elif kind == "new":
+            self._reply(rid, {"sessionId": value, **self.options.fields()})
         elif kind in ("model", "model_option"):
             self.options.current_model = value
             self._reply(rid, {"configOptions": self.options.config_options()} if kind == "model_option" else {})
@@ -248,6 +266,34 @@ class AcpAgentCodec(AgentCodec):
             self._outbox.append(self._update({"sessionUpdate": "current_mode_update", "currentModeId": value}))
         else:
             self._reply(rid, self.options.fields())
+        return self.drain_output()
+
+    def answer_forwarded(self, kind: str, rid: Any, value: Any, response: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The response to a switch the host forwarded to its hosted ACP agent: that agent's answer, relayed.
+
+        An error is passed on as the agent gave it; a success updates the offer
+        (a mode switch is announced with a ``current_mode_update``, a config
+        option's answer carries the options the client may see).
+        """
+        error = response.get("error")
+        if error is not None or not isinstance(response.get("result"), dict):
+            error = error if isinstance(error, dict) else {"code": -32603, "message": "the agent answered no result"}
+            self._outbox.append({"jsonrpc": "2.0", "id": rid, "error": error})
+            return self.drain_output()
+        if kind == "mode":
+            method, params = "session/set_mode", {"modeId": value}
+        elif kind == "model":
+            method, params = "session/set_model", {"modelId": value}
+        else:
+            method, params = "session/set_config_option", {"configId": value[0], "value": value[1]}
+        result = response["result"]
+        self.options.switched(method, params, result)
+        if kind == "option":
+            self._reply(rid, {**result, "configOptions": self.options.config_options()})
+        else:
+            self._reply(rid, result)
+        if kind == "mode":
+            self._outbox.append(self._update({"sessionUpdate": "current_mode_update", "currentModeId": value}))
         return self.drain_output()
 
     def permission_request(self, request: PermissionRequest) -> tuple[str, dict[str, Any]] | PermissionDecision:

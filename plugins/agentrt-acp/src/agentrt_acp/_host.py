@@ -3,9 +3,13 @@
 The codec is a small state machine with no I/O.  The first turn's
 ``encode_turn`` writes ``initialize`` and keeps the turn; each handshake
 response is decoded into events and the next request (``session/new`` or
-``session/load``, then ``session/set_model`` when a model is asked for and the
-agent lists models, then ``session/prompt``) is left in
-:meth:`AcpHostCodec.drain_output` for the host to write.  The prompt's
+``session/load``, then the set-up of :mod:`._setup`: the model through
+``session/set_model`` or the model config option, the mode; then
+``session/prompt``) is left in :meth:`AcpHostCodec.drain_output` for the host
+to write.  A host may open the session before any turn instead
+(:meth:`AcpHostCodec.open_session`: the bridge does, to tell its own client
+what the agent offers) and send the agent requests of its client's
+(:meth:`AcpHostCodec.forward`).  The prompt's
 response ends the turn.  Agent requests become
 :class:`~agentrt.events.ControlRequest` events: the permission request as
 ``can_use_tool`` (answered through the permission policy), everything else by
@@ -40,10 +44,11 @@ from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, meta_usage, rpc_error_cod
 from ._rpc import dumps as _dumps
 from ._rpc import rpc_message as _rpc_message
 from ._rpc import usage_of as _usage
+from ._setup import OFFER_KEYS, Forwarded, setup_requests, switched
 from ._typed import CHUNK_PREFIX, decode_chunk_line
 from ._updates import UpdateDecoder
 
-__all__ = ["AcpHostCodec", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
+__all__ = ["AcpHostCodec", "Forwarded", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
 
 _PERMISSION = "session/request_permission"
 _NOT_FOUND = {"code": -32601, "message": "Method not found"}
@@ -52,8 +57,10 @@ _NOT_FOUND = {"code": -32601, "message": "Method not found"}
 class AcpHostCodec(HostCodec):
     """Host side of ACP, one instance per agent process."""
 
-    def __init__(self, options: AcpOptions | None = None) -> None:
+    def __init__(self, options: AcpOptions | None = None, *, model: str | None = None, mode: str | None = None) -> None:
         self._options = options or AcpOptions()
+        # What a host's client chose (the bridge's): the model wins over the launch's, the mode is set once open.
+        self._chosen_model, self._mode = model, mode
         self._next_id = 0
         self._pending: dict[Any, str] = {}  # our request id -> method
         self._agent_requests: dict[str, tuple[Any, str, Any]] = {}  # request_id -> (JSON-RPC id, method, params)
@@ -71,11 +78,21 @@ class AcpHostCodec(HostCodec):
         self._updates = UpdateDecoder()
         #: A loaded session's replay lasts until the prompt is written (some agents replay after answering).
         self._replay_until_prompt = False
+        #: Set once a handshake begun by :meth:`open_session` has ended (see :attr:`open_failure`).
+        self.opened: trio.Event | None = None
+        #: ``(code, message)`` when that handshake failed.
+        self.open_failure: tuple[str, str] | None = None
+        #: What the opened session can switch to: the agent's ``models``, ``modes``, ``configOptions`` as sent.
+        self.offer: dict[str, Any] = {}
+        self._setup: list[tuple[str, dict[str, Any]]] = []  # set-up requests still to send, in order
+        self._step: tuple[str, dict[str, Any]] | None = None  # the one in flight
+        self._announce = False  # the session opened before any turn: SessionStarted goes with the first prompt
+        self._forwards: dict[int, Forwarded] = {}
 
     # -- configuration and encoding ------------------------------------------
     def start(self, *, resume: str | None, model: str | None, cwd: str) -> None:
         """Remember what the handshake asks for: the session to load, the model, the cwd."""
-        self._resume, self._model, self._cwd = resume, model, cwd
+        self._resume, self._model, self._cwd = resume, self._chosen_model or model, cwd
 
     def _request(self, method: str, params: Mapping[str, Any]) -> bytes:
         rid = self._next_id
@@ -108,9 +125,43 @@ class AcpHostCodec(HostCodec):
         blocks = self._blocks(turn, check=self._phase == "ready")
         _dumps(blocks)  # refuse text that cannot be encoded before anything is written
         if self._phase == "ready" and self.session_id is not None:
+            if self._replay_until_prompt:  # an early-loaded session: its replay ends with this prompt
+                self._replay_until_prompt = self._updates.replaying = False
             return self._prompt(blocks)
         self._turn = turn
+        if self._phase == "handshake":  # begun by open_session: the prompt follows it
+            return b""
         self._phase = "handshake"
+        return self._initialize()
+
+    def open_session(self) -> bytes | None:
+        """``initialize`` to open the session now, before any turn; ``None`` once a handshake has begun.
+
+        The handshake then goes on as the first turn's would (the host writes
+        :meth:`drain_output`); when it ends, :attr:`opened` is set, with
+        :attr:`offer` filled, or :attr:`open_failure` saying why it failed.
+        The session's ``SessionStarted`` comes with the first prompt's output.
+        """
+        if self._phase != "idle":
+            return None
+        self.opened, self.open_failure = trio.Event(), None
+        self._phase = "handshake"
+        return self._initialize()
+
+    def forward(self, method: str, params: Mapping[str, Any]) -> tuple[bytes, Forwarded] | None:
+        """The request ``method`` in the open session (``params`` with its ``sessionId``), and its answer's slot.
+
+        ``None`` when no session is open.  The agent's response goes to the
+        slot (never to the events); a success also updates :attr:`offer`.
+        """
+        if self._phase != "ready" or self.session_id is None:
+            return None
+        slot = Forwarded(method, params)
+        line = self._request(method, {**params, "sessionId": self.session_id})
+        self._forwards[self._next_id - 1] = slot
+        return line, slot
+
+    def _initialize(self) -> bytes:
         fs = {"readTextFile": self._options.fs_read, "writeTextFile": self._options.fs_write}
         params = {
             "protocolVersion": PROTOCOL_VERSION,
@@ -219,7 +270,7 @@ class AcpHostCodec(HostCodec):
         a request id, another session, replayed history).  Same events as
         :meth:`decode` on each line's plain parse.
         """
-        out: list[Event] = []
+        out: list[Event] = self._announcement()
         append = out.append
         updates = self._updates
         prefix = CHUNK_PREFIX
@@ -260,6 +311,8 @@ class AcpHostCodec(HostCodec):
 
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one JSON-RPC message from the agent."""
+        if self._announce and self._prompt_id is not None:
+            return [*self._announcement(), *self.decode(obj)]
         if type(obj) is not dict:
             return (Diagnostic(code="unexpected_output_shape", detail="not a JSON-RPC message object", raw=obj),)
         method = obj.get("method")
@@ -280,6 +333,13 @@ class AcpHostCodec(HostCodec):
         return (
             Diagnostic(code="unexpected_output_shape", detail="neither request, notification nor response", raw=obj),
         )
+
+    def _announcement(self) -> list[Event]:
+        """The ``SessionStarted`` of a session opened before any turn, once that turn's prompt is out."""
+        if not self._announce or self._prompt_id is None:
+            return []
+        self._announce = False
+        return [SessionStarted(session_id=self.session_id or "", model=self._model)]
 
     def _agent_request(self, obj: dict[str, Any], method: str) -> Sequence[Event]:
         rid = obj["id"]
@@ -312,6 +372,13 @@ class AcpHostCodec(HostCodec):
         result = obj.get("result")
         if "error" in obj or not isinstance(result, dict):
             error = error if "error" in obj else {"code": -32603, "message": "result is not an object"}
+        slot = self._forwards.pop(rid, None)
+        if slot is not None:
+            if error is None:
+                self._offered(method, slot.params, result)
+            slot.response = obj
+            slot.done.set()
+            return ()
         if method == "session/prompt":
             self._prompt_id = None
             return (self._terminal(result, error, obj),)
@@ -319,13 +386,22 @@ class AcpHostCodec(HostCodec):
             return self._initialized(result, error, obj)
         if method in ("session/new", "session/load"):
             return self._opened(method, result, error, obj)
-        if method == "session/set_model":
+        if method in ("session/set_model", "session/set_config_option", "session/set_mode"):
             events: list[Event] = [RawEvent(name=method, raw=obj)]
-            if error is not None:
+            if error is not None and method == "session/set_mode":
+                detail = f"the agent did not set the mode: {_rpc_message(error)}"
+                events = [Diagnostic(code="mode_not_set", detail=detail, raw=obj)]
+            elif error is not None:
                 detail = f"the agent did not set the model: {_rpc_message(error)}"
                 events = [Diagnostic(code="model_not_set", detail=detail, raw=obj)]
-            return events + self._send_turn()
+            elif self._step is not None:
+                self._offered(method, self._step[1], result)
+            return events + self._next_setup()
         return (RawEvent(name=f"response/{method}", raw=obj),)
+
+    def _offered(self, method: str, params: Mapping[str, Any], result: Any) -> None:
+        """Keep :attr:`offer` current after a successful switch (``params`` its request's)."""
+        self.offer = switched(self.offer, method, params, result)
 
     def _terminal(self, result: Any, error: Any, obj: dict[str, Any]) -> Event:
         if error is not None:
@@ -342,7 +418,13 @@ class AcpHostCodec(HostCodec):
         return TurnFailed(code=code, message=f"the agent stopped the turn ({reason})", usage=usage, raw=obj)
 
     def _fail_handshake(self, code: str, message: str, obj: Any) -> list[Event]:
-        self._phase, self._turn = "idle", None
+        turn = self._turn
+        self._phase, self._turn, self._setup, self._step = "idle", None, [], None
+        if self.opened is not None and not self.opened.is_set():  # begun by open_session: its host learns why
+            self.open_failure = (code, message)
+            self.opened.set()
+            if turn is None:
+                return [Diagnostic(code=code, detail=message, raw=obj)]
         return [TurnFailed(code=code, message=message, raw=obj)]
 
     def _initialized(self, result: Any, error: Any, obj: dict[str, Any]) -> list[Event]:
@@ -380,12 +462,28 @@ class AcpHostCodec(HostCodec):
             return self._fail_handshake("invalid_session_id", "the agent opened no session id", obj)
         self.session_id = sid
         self._phase = "ready"
-        models = result.get("models")
-        events: list[Event] = [SessionStarted(session_id=sid, model=self._model, raw=obj)]
-        if self._model and isinstance(models, dict):
-            self._out.append(self._request("session/set_model", {"sessionId": sid, "modelId": self._model}))
-            return events
-        return events + self._send_turn()
+        self.offer = {key: result[key] for key in OFFER_KEYS if key in result}
+        steps, refused = setup_requests(self.offer, sid, self._model, self._mode)
+        if refused is not None:
+            return self._fail_handshake("model_not_set", refused, obj)
+        self._setup = steps
+        events: list[Event] = []
+        if self._turn is None and self.opened is not None:
+            self._announce = True  # no turn yet: the session is announced with the first prompt's output
+        else:
+            events.append(SessionStarted(session_id=sid, model=self._model, raw=obj))
+        return events + self._next_setup()
+
+    def _next_setup(self) -> list[Event]:
+        """The next set-up request, or (none left) the handshake's end: the waiting turn's prompt."""
+        self._step = None
+        if self._setup:
+            self._step = self._setup.pop(0)
+            self._out.append(self._request(*self._step))
+            return []
+        if self.opened is not None:
+            self.opened.set()
+        return self._send_turn()
 
     def _send_turn(self) -> list[Event]:
         turn, self._turn = self._turn, None
