@@ -183,3 +183,18 @@ async def test_a_real_conversation_replays_to_what_it_saw(tmp_path: Path, captur
     assert kinds.count(b"I") >= turns and b"O" in kinds
     marked = sum(len(orjson.loads(p)["events"]) for _, _, _, p in read_records(path, kinds=b"E"))
     assert marked < len(live) or not any(type(ev).__name__ == "TextDelta" for _, _, ev in live)
+
+
+async def test_a_dialect_no_longer_installed_replays_what_agentrt_made_and_says_so(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "agentrt.db")
+    with trio.fail_after(60):
+        live = await _live(sink, "stream-json", CLAUDE[0], "conv-3")
+        await sink.aclose()
+    replayed = list(replay(tmp_path / "transcripts" / "conv-3.atr", "conv-3", codec_for=lambda name: None))
+    *kept, last = replayed
+    assert last["event"]["code"] == "invalid_cli_protocol"
+    assert "'stream-json' is not installed" in last["event"]["detail"]
+    forms = _forms(live)
+    assert kept and [e["event"] for e in kept] == [forms[e["seq"]] for e in kept]
+    assert {e["event"]["type"] for e in kept} >= {"turn_started", "turn_completed"}
+    assert "text_delta" not in {e["event"]["type"] for e in kept}

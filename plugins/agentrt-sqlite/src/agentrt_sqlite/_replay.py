@@ -119,8 +119,8 @@ def replay(
     """The conversation's events from its transcript at ``path``, in order (see the module docstring).
 
     ``end`` stops at that offset (a turn's ``tx_end``).  A dialect that is not
-    installed any more yields the ``E`` events only, then a
-    ``replay_dialect_unknown`` diagnostic.
+    installed any more yields the ``E`` events only, then an
+    ``invalid_cli_protocol`` diagnostic saying so.
     """
     header = read_header(path)
     wall0 = float(header.get("wall") or 0.0)
@@ -167,4 +167,4 @@ def replay(
     for dialect in sorted(missing):
         detail = f"the dialect {dialect[:64]!r} is not installed: only the events agentrt made itself are shown"
         yield {"source": source, "seq": None, "mono": None, "wall": None,
-               "event": {"type": "diagnostic", "code": "replay_dialect_unknown", "detail": detail}}
+               "event": {"type": "diagnostic", "code": "invalid_cli_protocol", "detail": detail}}
