@@ -164,3 +164,13 @@ async def test_usage_is_compared() -> None:
     with pytest.raises(AssertionError, match=r"text reply: usage is .*output_tokens=99"):
         await check_provider(openai, render=wrong_usage, env=env_for)
     await check_provider(openai, render=wrong_usage, env=env_for, usage=False)
+
+
+async def test_a_factory_that_raises_raw_is_named() -> None:
+    def needs_a_key(env: Mapping[str, str]) -> OpenAIProvider:
+        env["MY_API_KEY"]  # a KeyError where AgentrtError (a startup error with a code) belongs
+        return openai(env)
+
+    message = r"check_provider\(needs_a_key\) text reply: the factory raised a raw KeyError"
+    with pytest.raises(AssertionError, match=message):
+        await check_provider(needs_a_key, render=sse, env=env_for)

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._exceptions import collapse_single_group
 from ..errors import AgentrtError
 from ..events import Usage
 from ..provider import (
@@ -195,6 +196,8 @@ async def _provider(factory: Callable[[Mapping[str, str]], Provider], url: str, 
         provider = factory(dict(env(url)))
     except AgentrtError as exc:
         raise case.fail(f"the factory refused the env for {url}: {exc.code}: {exc.detail}") from None
+    except Exception as exc:
+        raise case.fail(f"the factory raised a raw {type(exc).__name__} for the env of {url}") from exc
     if provider is None or not callable(getattr(provider, "stream", None)):
         raise case.fail(f"the factory returned {provider!r}, not a provider with stream()")
     try:
@@ -338,27 +341,37 @@ async def _check_streaming_and_close(factory: Callable[[Mapping[str, str]], Prov
 
 
 async def _stream_then_stop(provider: Provider, case: _Case, how: str, requested: trio.Event) -> None:
-    """Read up to the first text (or the request, before any reply), then stop as ``how`` says."""
-    with trio.CancelScope() as scope:
-        stream = provider.stream(_request(False))
-        try:
-            async with aclosing(stream) as chunks, trio.open_nursery() as nursery:  # type: ignore[type-var]
-                if "before" in how:
-                    async def cancel_on_request() -> None:
-                        await requested.wait()
-                        scope.cancel()
+    """Read up to the first text (or, before any reply, until the request arrived), then stop as ``how`` says."""
 
-                    nursery.start_soon(cancel_on_request)
-                async for chunk in chunks:
-                    if isinstance(chunk, TextChunk) and chunk.text:
-                        if how == "closed early":
-                            break
-                        scope.cancel()
-                        await trio.sleep_forever()  # the cancel arrives here (or in the stream)
-                    if isinstance(chunk, FinishChunk):
-                        raise case.fail("finished although the server held the rest of the reply back")
-                nursery.cancel_scope.cancel()
-        except AgentrtError as exc:
-            raise case.fail(f"raised {exc.code} instead of stopping quietly: {exc.detail}") from None
+    async def cancel_on_request(scope: trio.CancelScope) -> None:
+        await requested.wait()
+        scope.cancel()
+
+    # A failure raised inside the nursery leaves it as itself, not wrapped in a group.
+    with trio.CancelScope() as scope, collapse_single_group():
+        async with trio.open_nursery() as nursery:
+            if "before" in how:
+                nursery.start_soon(cancel_on_request, scope)
+            await _read_first_text(provider, case, how, scope)
+            nursery.cancel_scope.cancel()
     if how != "closed early" and not scope.cancelled_caught:
         raise case.fail("the stream swallowed the cancellation")
+
+
+async def _read_first_text(provider: Provider, case: _Case, how: str, scope: trio.CancelScope) -> None:
+    try:
+        async with aclosing(provider.stream(_request(False))) as chunks:  # type: ignore[type-var]
+            async for chunk in chunks:
+                if isinstance(chunk, FinishChunk):
+                    raise case.fail("finished although the server held the rest of the reply back")
+                if isinstance(chunk, TextChunk) and chunk.text:
+                    if how == "closed early":
+                        return  # leaving the block closes the stream
+                    scope.cancel()
+                    await trio.sleep_forever()  # the cancel arrives here
+    except AgentrtError as exc:
+        raise case.fail(f"raised {exc.code} instead of stopping quietly: {exc.detail}") from None
+    except AssertionError:
+        raise
+    except Exception as exc:
+        raise case.fail(f"raised a raw {type(exc).__name__} instead of stopping quietly") from exc
