@@ -24,6 +24,18 @@ it receives parsed JSON and returns events or objects.
   :class:`Shutdown`, :class:`Interrupt`, :class:`InputError` or ``None``) and
   :meth:`~AgentCodec.encode` (an event to output objects).
 
+**Declared capabilities.**  What a codec can do beyond the required methods
+is declared, and the hosts check it with ``isinstance``, never with
+``getattr``: a host codec whose protocol can end a running turn is
+:class:`Interruptible`; an agent codec's optional parts are the protocols
+:class:`PartialMessages` (live deltas on request), :class:`AsksPermission`
+(asks its client for tool permissions), :class:`OpensSessions` (the client
+opens, loads and switches sessions in band) and
+:class:`RepliesToStartupError` (a JSON-RPC answer when the process cannot
+start), plus two flags with defaults, :attr:`AgentCodec.asks_only_when_told`
+and :attr:`AgentCodec.cancel_on_close`.  A codec has a protocol by defining
+its members.
+
 **One decode path.**  The host path reads a chunk of output at a time and
 hands its complete lines, as bytes, to one method,
 :meth:`HostCodec.decode_lines`, with a ``general(line)`` callback: the
