@@ -1,24 +1,18 @@
-"""A conversation: turns over one live agent process (orchestration only).
+"""A conversation: the turn rules and the fan-out around one engine.
 
-The pieces it orchestrates each live in their own module:
-
-* the read loop (stdout → framing → codec → event lists, exit watching):
-  :func:`agentrt._pump.pump_events`;
-* the turn rules (one terminal per turn, output before input, session ids,
-  cancel mapping, ``exit_before_result``): :class:`agentrt._turn_rules.TurnRules`,
-  synchronous and I/O-free;
-* answering control requests: :func:`agentrt._control.answer_control`;
-* the fan-out to sinks: :class:`agentrt._fanout.Fanout`;
-* what each process is (its spec, codec, probe and raw taps):
-  :class:`agentrt._conversation_launch.ConversationLaunch`;
-* the process itself (spawning and respawning with ``--resume``, the read
-  loop and its parking, the first-output watch, raw taps, stopping, the exit):
-  :class:`agentrt._engine.HostedProcess`, which it owns.
+The process (spawn and respawn with ``--resume``, its read loop and parking,
+the first-output watch, raw taps, the bounded stop, its end) is the engine's,
+:class:`agentrt._engine.HostedProcess`, fed by
+:class:`agentrt._conversation_launch.ConversationLaunch`; the rules
+(:class:`agentrt._turn_rules.TurnRules`), early ends (:mod:`agentrt._cancel`),
+control answers (:mod:`agentrt._control`) and the sinks
+(:class:`agentrt._fanout.Fanout`) each live in their own module.
 
 What stays here: sending one turn (encoded once, one stdin write attempt per
-send, never replayed), cancelling, and closing.  Everything decoded from one stdout chunk travels as one
-:class:`~agentrt.events.EventBatch`.  The agent exiting before the terminal
-event fails the turn with ``exit_before_result``, at the latest
+send, never replayed), what the process's end means for the live turn,
+cancelling and closing.  Everything decoded from one stdout chunk travels as
+one :class:`~agentrt.events.EventBatch`.  The agent exiting before the
+terminal event fails the turn with ``exit_before_result``, at the latest
 :data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
 stdout open (its process group is then killed).
 """
@@ -118,7 +112,7 @@ class Conversation:
             on_oversize=self._oversize,
             on_exit=self._exited,
             on_send_error=self._send_failed,
-            on_spawn=lambda _proc: self._rules.new_process(),
+            on_spawn=self._spawned,
             idle=self._idle,
             tap=processes.tap,
             probe=processes.probe,
@@ -301,6 +295,10 @@ class Conversation:
         # No live turn: nothing waits on the output, so the read loop may park.
         turn = self._turn
         return turn is None or turn.progress.terminal is not None
+
+    # (Bound methods, not lambdas: a thousand idle conversations hold these.)
+    def _spawned(self, proc: AgentProcess) -> None:
+        self._rules.new_process()
 
     async def _mismatch(self, failure: TurnFailed) -> None:
         await self._fail(failure.code, failure.message)

@@ -32,6 +32,17 @@ __all__ = ["ConversationLaunch", "tap_all"]
 class ConversationLaunch:
     """The recipe for a conversation's processes (see the module doc)."""
 
+    __slots__ = (
+        "_conversation_id",
+        "_cwd",
+        "_first_output",
+        "_parent_env",
+        "_term_grace",
+        "dialect",
+        "launch",
+        "tap_sources",
+    )
+
     def __init__(
         self,
         launch: LaunchSpec,

@@ -16,6 +16,7 @@ will read it, :meth:`send` writes it (:meth:`AgentProcess.send`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -82,6 +83,36 @@ class HostedProcess:
     Every wait is bounded; the process is always stopped and reaped, its
     context left by the read loop's last task (or by :meth:`close`).
     """
+
+    # Slots: a thousand idle conversations hold one each.
+    __slots__ = (
+        "_closed",
+        "_codec",
+        "_done",
+        "_exit_grace",
+        "_exit_wait",
+        "_idle",
+        "_inputs",
+        "_launch",
+        "_live",
+        "_new_codec",
+        "_nursery",
+        "_on_events",
+        "_on_exit",
+        "_on_mismatch",
+        "_on_oversize",
+        "_on_send_error",
+        "_on_spawn",
+        "_pending",
+        "_probe",
+        "_proc",
+        "_replace",
+        "_stop_lock",
+        "_tap",
+        "_watch",
+        "exit_status",
+        "spawned",
+    )
 
     def __init__(
         self,
@@ -267,10 +298,7 @@ class HostedProcess:
             self._on_spawn(proc)
 
     def _oversize(self, proc: AgentProcess) -> Callable[[list[Event]], Awaitable[bool]]:
-        async def on_oversize(before: list[Event]) -> bool:
-            return await self._on_oversize(proc, before)
-
-        return on_oversize
+        return functools.partial(self._on_oversize, proc)
 
     async def _start_live(self, spec: ProcessSpec, codec: HostCodec) -> AgentProcess:
         # No task of its own while idle: the pump parks between turns (see agentrt._live).
@@ -310,7 +338,7 @@ class HostedProcess:
                 result = await pump_events(
                     proc, codec, self._events, on_oversize=self._oversize(proc),
                     on_send_error=self._on_send_error, exit_grace=self._exit_grace,
-                )  # fmt: skip
+                )
                 await self._after_output(proc, result)
         finally:
             done.set()

@@ -192,6 +192,8 @@ class FirstOutputWatch:
     stops the process).
     """
 
+    __slots__ = ("_nursery", "_on_silent", "_recognised", "probe")
+
     def __init__(
         self,
         probe: ProtocolProbe,

@@ -43,6 +43,22 @@ class SyncClosable(Protocol):
 class ChildEvents:
     """Exit, stderr and parked-stdout handling for one child (see the module doc)."""
 
+    __slots__ = (
+        "_exited",
+        "_parked",
+        "_parked_fd",
+        "_pid",
+        "_proc",
+        "_stderr_fd",
+        "_stderr_limit",
+        "_stderr_stream",
+        "_task_scopes",
+        "pidfd",
+        "stderr",
+        "stderr_done",
+        "watcher",
+    )
+
     def __init__(
         self,
         proc: OwnedProcess,
