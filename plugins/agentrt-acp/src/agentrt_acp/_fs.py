@@ -21,7 +21,11 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FsError", "read_text_file", "write_text_file"]
+import trio
+
+from ._rpc import dumps
+
+__all__ = ["FsError", "answer", "read_text_file", "serves", "write_text_file"]
 
 _OPEN_FLAGS = os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -178,3 +182,23 @@ def write_text_file(root: str, params: Mapping[str, Any], limit: int) -> dict[st
     finally:
         os.close(fd)
     return {}
+
+
+def serves(method: str, options: Any) -> bool:
+    """True when ``method`` is a file request the host's options (``fs_read``, ``fs_write``) enable."""
+    return (method == "fs/read_text_file" and options.fs_read) or (
+        method == "fs/write_text_file" and options.fs_write
+    )
+
+
+async def answer(method: str, rid: Any, params: Mapping[str, Any], cwd: str, options: Any) -> bytes:
+    """The JSON-RPC response line to the file request ``rid`` (``method`` enabled: :func:`serves`)."""
+    op = read_text_file if method == "fs/read_text_file" else write_text_file
+    try:
+        # The open never blocks (O_NONBLOCK, regular files only); abandoning the thread
+        # on cancel keeps the request bounded by the turn's cancel, timeout and signals too.
+        result = await trio.to_thread.run_sync(op, cwd, params, options.max_file_bytes, abandon_on_cancel=True)
+    except FsError as exc:
+        error = {"code": exc.rpc_code, "message": exc.message, "data": {"code": exc.code}}
+        return dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+    return dumps({"jsonrpc": "2.0", "id": rid, "result": result})

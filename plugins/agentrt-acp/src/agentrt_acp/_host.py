@@ -26,7 +26,7 @@ import msgspec
 import orjson
 import trio
 
-from agentrt.dialect import DocumentBlock, HostCodec, ImageBlock, TextBlock, Turn, text_delta_slots
+from agentrt.dialect import HostCodec, Turn, text_delta_slots
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -34,17 +34,16 @@ from agentrt.events import (
     Event,
     RawEvent,
     SessionStarted,
-    TurnCompleted,
     TurnFailed,
 )
 
 from . import _fs
 from ._options import AcpOptions
-from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, meta_usage, rpc_error_code
+from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, rpc_error_code
 from ._rpc import dumps as _dumps
 from ._rpc import rpc_message as _rpc_message
-from ._rpc import usage_of as _usage
 from ._setup import OFFER_KEYS, Forwarded, setup_requests, switched
+from ._turn import can_use_tool, permission_outcome, prompt_blocks, terminal_event
 from ._typed import CHUNK_PREFIX, decode_chunk_line
 from ._updates import UpdateDecoder
 
@@ -102,23 +101,7 @@ class AcpHostCodec(HostCodec):
 
     def _blocks(self, turn: Turn, *, check: bool) -> list[dict[str, Any]]:
         caps = self._capabilities.get("promptCapabilities")
-        caps = caps if isinstance(caps, dict) else {}
-        out: list[dict[str, Any]] = []
-        for n, block in enumerate(turn.content):
-            if isinstance(block, TextBlock):
-                out.append({"type": "text", "text": block.text})
-            elif isinstance(block, ImageBlock):
-                if check and caps.get("image") is not True:
-                    raise AgentrtError("unsupported_content_block", "the agent does not accept images")
-                out.append({"type": "image", "mimeType": block.media_type, "data": block.data})
-            elif isinstance(block, DocumentBlock):
-                if check and caps.get("embeddedContext") is not True:
-                    raise AgentrtError("unsupported_content_block", "the agent does not accept embedded resources")
-                resource = {"uri": f"agentrt:document/{n}", "mimeType": block.media_type, "blob": block.data}
-                out.append({"type": "resource", "resource": resource})
-            else:
-                raise AgentrtError("unsupported_content_block", f"ACP cannot carry a {type(block).__name__}")
-        return out
+        return prompt_blocks(turn, caps if isinstance(caps, dict) else {}, check=check)
 
     def encode_turn(self, turn: Turn) -> bytes:
         """``session/prompt`` once the session is open; before that, ``initialize`` (the turn waits)."""
@@ -221,17 +204,7 @@ class AcpHostCodec(HostCodec):
         rid, method, params = entry
         if method == _PERMISSION:
             allow = error is None and response is not None and response.get("behavior") == "allow"
-            kinds = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
-            options = params.get("options") if isinstance(params, dict) else None
-            chosen = None
-            for kind in kinds:
-                chosen = next(
-                    (o.get("optionId") for o in options or () if isinstance(o, dict) and o.get("kind") == kind), None
-                )
-                if chosen is not None:
-                    break
-            outcome = {"outcome": "selected", "optionId": chosen} if chosen is not None else {"outcome": "cancelled"}
-            return _dumps({"jsonrpc": "2.0", "id": rid, "result": {"outcome": outcome}})
+            return _dumps({"jsonrpc": "2.0", "id": rid, "result": {"outcome": permission_outcome(params, allow)}})
         if error is not None or response is None:
             return _dumps({"jsonrpc": "2.0", "id": rid, "error": {**_NOT_FOUND, "data": {"method": method}}})
         return _dumps({"jsonrpc": "2.0", "id": rid, "result": dict(response)})
@@ -242,22 +215,10 @@ class AcpHostCodec(HostCodec):
         if entry is None:
             return None
         rid, method, params = entry
-        opts = self._options
-        if method == "fs/read_text_file" and opts.fs_read:
-            op = _fs.read_text_file
-        elif method == "fs/write_text_file" and opts.fs_write:
-            op = _fs.write_text_file
-        else:
+        if not _fs.serves(method, self._options):
             return None
         del self._agent_requests[request.request_id]
-        try:
-            # The open never blocks (O_NONBLOCK, regular files only); abandoning the thread
-            # on cancel keeps the request bounded by the turn's cancel, timeout and signals too.
-            result = await trio.to_thread.run_sync(op, self._cwd, params, opts.max_file_bytes, abandon_on_cancel=True)
-        except _fs.FsError as exc:
-            error = {"code": exc.rpc_code, "message": exc.message, "data": {"code": exc.code}}
-            return _dumps({"jsonrpc": "2.0", "id": rid, "error": error})
-        return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+        return await _fs.answer(method, rid, params, self._cwd, self._options)
 
     # -- decoding --------------------------------------------------------------
     def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
@@ -350,17 +311,7 @@ class AcpHostCodec(HostCodec):
         params = params if isinstance(params, dict) else {}
         self._agent_requests[key] = (rid, method, params)
         if method == _PERMISSION:
-            call = params.get("toolCall")
-            call = call if isinstance(call, dict) else {}
-            name = call.get("title") or call.get("kind") or "tool"
-            raw_input = call.get("rawInput")
-            request = {
-                "tool_name": name if isinstance(name, str) else "tool",
-                "input": raw_input if isinstance(raw_input, dict) else {},
-                "tool_call": call,
-                "options": params.get("options"),
-            }
-            return (ControlRequest(request_id=key, subtype="can_use_tool", request=request, raw=obj),)
+            return (ControlRequest(request_id=key, subtype="can_use_tool", request=can_use_tool(params), raw=obj),)
         return (ControlRequest(request_id=key, subtype=method, request=params, raw=obj),)
 
     def _response(self, obj: dict[str, Any]) -> Sequence[Event]:
@@ -381,7 +332,7 @@ class AcpHostCodec(HostCodec):
             return ()
         if method == "session/prompt":
             self._prompt_id = None
-            return (self._terminal(result, error, obj),)
+            return (terminal_event(result, error, obj, self.session_id),)
         if method == "initialize":
             return self._initialized(result, error, obj)
         if method in ("session/new", "session/load"):
@@ -402,20 +353,6 @@ class AcpHostCodec(HostCodec):
     def _offered(self, method: str, params: Mapping[str, Any], result: Any) -> None:
         """Keep :attr:`offer` current after a successful switch (``params`` its request's)."""
         self.offer = switched(self.offer, method, params, result)
-
-    def _terminal(self, result: Any, error: Any, obj: dict[str, Any]) -> Event:
-        if error is not None:
-            return TurnFailed(code=rpc_error_code(error), message=_rpc_message(error), raw=obj)
-        reason = result.get("stopReason")
-        usage = _usage(result.get("usage")) or meta_usage(result.get("_meta"))
-        if reason == "end_turn":
-            return TurnCompleted(session_id=self.session_id, usage=usage, raw=obj)
-        code = STOP_REASON_CODES.get(reason) if isinstance(reason, str) else None
-        if code is None:
-            return TurnFailed(
-                code="unknown_stop_reason", message=f"the agent stopped: {reason!r}", usage=usage, raw=obj
-            )
-        return TurnFailed(code=code, message=f"the agent stopped the turn ({reason})", usage=usage, raw=obj)
 
     def _fail_handshake(self, code: str, message: str, obj: Any) -> list[Event]:
         turn = self._turn
