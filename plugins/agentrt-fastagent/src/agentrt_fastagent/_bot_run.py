@@ -1,12 +1,16 @@
 """One bot's run under the supervisor: prepare, spawn, read, apply its events, record its end.
 
-A :class:`BotRun` wraps one bot's process with FastAgent's policy: the
-launch contract checked again right before the spawn, only the spawned pid
-recorded and signalled, invalid output fatal, each lifecycle event applied to
-the record, an exit without ``stopped`` decided as stop or crash from the
-record alone, the stderr tail saved.  The supervisor keeps one per live bot;
-what the runs share (the ledger, the tunables, the nursery) is a
-:class:`RunContext`.
+A :class:`BotRun` wraps the core's engine (:class:`agentrt.lowlevel.HostedProcess`:
+the process, its read loop, the bounded stop, the end handed over once) with
+FastAgent's policy, given as the engine's callbacks: the launch contract
+checked again right before the spawn, only the spawned pid recorded and
+signalled, nothing applied before the spawn is on record, invalid or
+oversize output fatal, each lifecycle event applied to the record, stdout
+held past the exit swept, an exit without ``stopped`` decided as stop or
+crash from the record alone, the stderr tail saved.  A store error under one
+bot ends that bot's run (its process stopped), never the supervisor.  The
+supervisor keeps one run per live bot; what the runs share (the ledger, the
+tunables, the nursery) is a :class:`RunContext`.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -23,7 +27,7 @@ import trio
 from agentrt.bots import BotRecord
 from agentrt.errors import AgentrtError
 from agentrt.events import Diagnostic, Event, Lifecycle, ProcessExited
-from agentrt.lowlevel import MALFORMED_LINE, AgentProcess, ProcessSpec, open_process, pump_events
+from agentrt.lowlevel import MALFORMED_LINE, AgentProcess, HostedProcess, ProcessEnd, ProcessSpec
 
 from ._bot_start import mark_failed, prepare_start
 from ._dialect import INVALID_LINE, FastAgentHostCodec
@@ -69,6 +73,9 @@ class BotRun:
         self._saw_stopped = False
         self._event_pid: int | None = None  # the pid its events carry (what it claimed); never signalled
         self._stdout_pipe: str | None = None  # ``pipe:[inode]`` of its stdout, to find who holds it after the exit
+        self._hosted: HostedProcess | None = None  # the engine running its process, once built
+        self._recorded = trio.Event()  # the spawn is on record: events may be applied
+        self._error: AgentrtError | OSError | None = None  # what ended this run early (its store failed)
 
     @property
     def pid(self) -> int | None:
@@ -86,8 +93,8 @@ class BotRun:
     def evict(self) -> None:
         """Stop the process now (bounded), without a word to the store."""
         self.stop_requested = True
-        if self.proc is not None:
-            self._ctx.nursery.start_soon(self.proc.stop)
+        if self._hosted is not None:
+            self._ctx.nursery.start_soon(self._hosted.stop)
 
     async def stop(self, reason: str) -> None:
         """A requested stop: mark ``stopping`` first, then SIGTERM with bounded escalation."""
@@ -102,8 +109,8 @@ class BotRun:
                 )
             except AgentrtError:
                 pass  # deleted meanwhile: stop the process all the same
-            if self.proc is not None:
-                await self.proc.stop()
+            if self._hosted is not None:
+                await self._hosted.stop()
 
     async def run(self) -> None:
         """Sync the skills, spawn, read until the exit; errors of this bot end it, not the others."""
@@ -136,73 +143,99 @@ class BotRun:
             ctx.wake()
 
     async def _run_process(self, spec: ProcessSpec, paths: InstancePaths) -> ProcessExited | None:
-        ledger, bot_id = self._ctx.ledger, self.bot_id
+        ledger, bot_id, ctx = self._ctx.ledger, self.bot_id, self._ctx
+        grace = ctx.config.exit_grace
+        # EOF without exit: the process closed stdout but lives on; it is stopped after `exit_wait`.
+        # Exit without EOF: a grandchild holds stdout; reading ends `exit_grace` after the exit.
+        hosted = HostedProcess(
+            lambda _resume, _codec: spec, lambda _resume: FastAgentHostCodec(), nursery=ctx.nursery,
+            on_events=self._on_events, on_oversize=self._on_oversize, on_exit=self._on_exit,
+            on_spawn=self._on_spawn, exit_grace=grace, exit_wait=grace,
+        )  # fmt: skip
+        self._hosted = hosted
         try:
             # Again, right before the spawn: the skills sync ran since prepare_start's check, and
             # the executable may have been swapped (for a link, a directory) meanwhile.
             await trio.to_thread.run_sync(check_binary, Path(spec.argv[0]))
-            async with open_process(spec) as proc:
-                self.proc = proc
-                self._event_pid = proc.pid
-                # Only this pid (with its start time) is recorded, so only it is ever signalled.
-                started_at = await trio.to_thread.run_sync(process_start_time, proc.pid)
-                self._stdout_pipe = await trio.to_thread.run_sync(pipe_of, proc.pid)
-
-                def spawned(r: BotRecord) -> BotRecord:
-                    if r.status in ("stopping", "stopped", "failed") and self.stop_requested:
-                        return r
-                    return attrs.evolve(r, status="starting", pid=proc.pid, process_started_at=started_at)
-
-                await ledger.update(bot_id, spawned)
+            proc = await hosted.ensure()
+        except AgentrtError as exc:  # refused by the launch contract, or spawn_failed
+            message = f"FastAgent runtime could not be started. ({exc.detail})"
+            await mark_failed(ledger, bot_id, "FASTAGENT_START_FAILED", message, diagnostic=exc.code)
+            return None
+        try:
+            try:
+                await self._record_spawn(proc)
+            except (AgentrtError, OSError) as exc:  # e.g. deleted meanwhile: nothing of it is applied
+                self._error = exc
+            finally:
+                self._recorded.set()  # the read loop applies events from here on
+            if self._error is None:
                 if self.stop_requested:
-                    await proc.stop()
-                await self._pump_until_exit(proc)
-                status = await proc.stop()
-            # After the context: stderr has been drained to its end.
-            await _save_stderr(paths, proc)
-        except AgentrtError as exc:
-            if self.proc is None:  # refused by the launch contract, or spawn_failed
-                message = f"FastAgent runtime could not be started. ({exc.detail})"
-                await mark_failed(ledger, bot_id, "FASTAGENT_START_FAILED", message, diagnostic=exc.code)
-                return None
-            raise
+                    await hosted.stop()
+                await hosted.wait()  # its output ended, on_exit returned, its context left
+        finally:
+            # Done with already, or (an error, a cancel) the bounded stop: stderr is drained to its end.
+            status = await hosted.stop()
+        if self._error is not None:
+            raise self._error
+        await _save_stderr(paths, proc)
+        if status is None:  # the engine's drain wait ran out: the process itself is reaped all the same
+            status = await proc.stop()
         if not self._saw_stopped:
             await self._after_exit(status.returncode, status.signal)
         return ProcessExited(returncode=status.returncode, signal=status.signal, requested=self.stop_requested)
 
-    async def _pump_until_exit(self, proc: AgentProcess) -> None:
-        """Apply stdout until EOF and the exit, each waiting at most ``exit_grace`` for the other.
+    async def _record_spawn(self, proc: AgentProcess) -> None:
+        # Only this pid (with its start time) is recorded, so only it is ever signalled.
+        started_at = await trio.to_thread.run_sync(process_start_time, proc.pid)
+        self._stdout_pipe = await trio.to_thread.run_sync(pipe_of, proc.pid)
 
-        The core's read loop does the reading, framing and decoding; what is
-        FastAgent's own is the policy: an invalid or oversize line is fatal, a
-        lifecycle event is applied to the record.  EOF without exit: the
-        process closed stdout but lives on; it is stopped.  Exit without EOF:
-        a grandchild holds stdout open; reading stops (and the final stop
-        kills the whole process group, the sweep below what escaped it).
-        """
-        grace = self._ctx.config.exit_grace
+        def spawned(r: BotRecord) -> BotRecord:
+            if r.status in ("stopping", "stopped", "failed") and self.stop_requested:
+                return r
+            return attrs.evolve(r, status="starting", pid=proc.pid, process_started_at=started_at)
 
-        async def on_events(events: list[Event]) -> None:
-            await self._handle(proc, events)
+        await self._ctx.ledger.update(self.bot_id, spawned)
 
-        async def on_oversize(before: list[Event]) -> bool:
-            await self._handle(proc, before)
-            await self._fail(proc, "a stdout line exceeded the size limit")
-            return True  # keep reading (and discarding) so the process can print stopping/stopped
+    # -- the engine's callbacks: FastAgent's policy; an error of this bot's store ends this bot only --
 
-        result = await pump_events(proc, FastAgentHostCodec(), on_events, on_oversize=on_oversize, exit_grace=grace)
-        if result.eof:
-            with trio.move_on_after(grace):
-                await proc.exited.wait()
-            if not proc.exited.is_set():
-                await proc.stop()
-        elif self._stdout_pipe is not None:
+    def _on_spawn(self, proc: AgentProcess) -> None:
+        self.proc = proc
+        self._event_pid = proc.pid
+
+    async def _on_events(self, events: list[Event]) -> None:
+        await self._recorded.wait()  # nothing is applied before the spawn is on record
+        proc = self.proc
+        assert proc is not None  # on_spawn came first
+        await self._guarded(lambda: self._handle(proc, events))
+
+    async def _on_oversize(self, proc: AgentProcess, before: list[Event]) -> bool:
+        await self._recorded.wait()
+        await self._guarded(lambda: self._handle(proc, before))
+        await self._guarded(lambda: self._fail(proc, "a stdout line exceeded the size limit"))
+        return True  # keep reading (and discarding) so the process can print stopping/stopped
+
+    async def _guarded(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` unless this run already failed; a store error fails it and stops the process."""
+        if self._error is not None:
+            return
+        try:
+            await step()
+        except (AgentrtError, OSError) as exc:  # e.g. the bot was deleted, the store's disk failed
+            self._error = exc
+            if self._hosted is not None:
+                self._ctx.nursery.start_soon(self._hosted.stop)
+
+    async def _on_exit(self, end: ProcessEnd) -> None:
+        """The output ended and the process exited (its group not yet killed)."""
+        if not end.output.eof and self._stdout_pipe is not None and self._error is None:
             # Exited, yet stdout never ended: a grandchild holds it.  The final stop kills the
             # bot's group; one in a group (or session) of its own is found by the pipe it holds.
             holders = await trio.to_thread.run_sync(kill_pipe_holders, self._stdout_pipe)
             if holders:
                 detail = f"killed {len(holders)} process(es) still holding stdout after the exit"
-                await self._ctx.ledger.emit(self.bot_id, [Diagnostic(code="fastagent_stdout_held", detail=detail)])
+                diagnostic = Diagnostic(code="fastagent_stdout_held", detail=detail)
+                await self._guarded(lambda: self._ctx.ledger.emit(self.bot_id, [diagnostic]))
 
     async def _handle(self, proc: AgentProcess, events: Sequence[Event]) -> None:
         for ev in events:
