@@ -24,18 +24,8 @@ LIMIT = 40
 
 #: (test file, private module it imports) -> why the test looks inside on purpose.
 WHITE_BOX: dict[tuple[str, str], str] = {
-    ("plugins/agentrt-managed-task/tests/test_end_to_end.py", "agentrt.testing._pids"):
-        "PidWatch proves the worker's command is gone after a cancel (a pidfd; the kit does not export it yet)",
-    ("plugins/agentrt-sqlite/tests/test_logs_prune.py", "agentrt.testing._tape_agent"):
-        "not white-box: the tape agent by its private path; to switch to agentrt.testing.write_tape_agent",
-    ("tests/dialects/test_acp_bridge.py", "agentrt_acp._agent"):
-        "the bridge's client side is checked against the ACP agent-side codec it talks to",
     ("tests/dialects/test_acp_fs.py", "agentrt_acp._fs"):
         "the file handler's path and size rules, below the protocol",
-    ("tests/dialects/test_acp_fs.py", "agentrt_acp._options"):
-        "the session options the file handler is built from",
-    ("tests/dialects/test_acp_process.py", "agentrt_acp._options"):
-        "the session options a process is started with",
     ("tests/dialects/test_decode_lines.py", "agentrt_stream_json._host_stream"):
         "the host codec's retention bound (_KEEP_MESSAGES) is the figure under test",
     ("tests/dialects/test_lazy_payloads.py", "agentrt_stream_json._typed"):

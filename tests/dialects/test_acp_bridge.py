@@ -184,7 +184,7 @@ def test_permission_answers_of_every_shape() -> None:
     from agentrt.dialect import Interrupt, Turn
     from agentrt.events import TurnCompleted
     from agentrt.permissions import PermissionRequest
-    from agentrt_acp._agent import AcpAgentCodec
+    from agentrt_acp.codec import AcpAgentCodec
 
     codec = AcpAgentCodec()
     codec.decode_input({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}})

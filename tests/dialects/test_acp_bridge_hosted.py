@@ -81,7 +81,7 @@ async def test_an_agent_offering_no_models_or_modes_gets_no_switch_offered(tmp_p
 
 
 def test_a_forwarded_switchs_error_is_relayed_as_the_agent_gave_it() -> None:
-    from agentrt_acp._agent import AcpAgentCodec
+    from agentrt_acp.codec import AcpAgentCodec
 
     codec = AcpAgentCodec()
     codec.options.use_hosted({"models": {"availableModels": [{"modelId": "a"}, {"modelId": "b"}],

@@ -23,8 +23,7 @@ from agentrt import LaunchSpec, open_conversation
 from agentrt.events import ControlRequest, TextDelta, TurnCompleted
 from agentrt.permissions import deny_all
 from agentrt_acp import _fs
-from agentrt_acp._options import AcpOptions
-from agentrt_acp.codec import AcpDialect
+from agentrt_acp.codec import AcpDialect, AcpOptions
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 FIXTURE = Path(__file__).parent / "fixtures" / "acp_agent.py"

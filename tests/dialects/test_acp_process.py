@@ -36,8 +36,7 @@ from agentrt.events import (
     TurnFailed,
 )
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
-from agentrt_acp._options import AcpOptions
-from agentrt_acp.codec import AcpDialect
+from agentrt_acp.codec import AcpDialect, AcpOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "acp_agent.py"

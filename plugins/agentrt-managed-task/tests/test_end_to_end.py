@@ -258,7 +258,7 @@ async def test_killed_worker_lease_expires_and_a_second_worker_retries(
 async def test_sigkilled_worker_takes_its_command_down_before_the_retry(
     store: Any, control_plane: Any, spawn_cli: Any, cli_environment: Any, tmp_path: Path
 ) -> None:
-    from agentrt.testing._pids import PidWatch
+    from agentrt.testing import PidWatch
 
     url = await control_plane(store, lease_seconds=1.0, max_retries=3, maintenance_interval=0.2)
     row, _ = await store.submit("command", {"argv": _crash_once_command(tmp_path)}, None)

@@ -15,8 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from agentrt.testing import write_fixture_agent
-from agentrt.testing._tape_agent import write_tape_agent
+from agentrt.testing import write_fixture_agent, write_tape_agent
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 DAY = 86400.0

@@ -161,7 +161,7 @@ class _Collector:
 async def test_a_real_conversation_replays_to_what_it_saw(tmp_path: Path, capture: Path) -> None:
     """End to end: ``open_conversation`` over a tape of a real Claude Code session, recorded by its raw tap."""
     from agentrt import LaunchSpec, open_conversation
-    from agentrt.testing._tape_agent import write_tape_agent
+    from agentrt.testing import write_tape_agent
     from agentrt_sqlite.api import read_events
 
     turns = sum(1 for line in capture.read_bytes().splitlines() if b'"type":"result"' in line.replace(b" ", b""))

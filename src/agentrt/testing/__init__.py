@@ -12,6 +12,7 @@ from ._fixture_agent import FIXTURE_MODES as FIXTURE_MODES
 from ._fixture_agent import fixture_agent_argv as fixture_agent_argv
 from ._fixture_agent import fixture_agent_path as fixture_agent_path
 from ._fixture_agent import write_fixture_agent as write_fixture_agent
+from ._pids import PidWatch as PidWatch
 from ._provider_suite import SCRIPTED_REPLIES as SCRIPTED_REPLIES
 from ._provider_suite import ScriptedReply as ScriptedReply
 from ._provider_suite import check_provider as check_provider
