@@ -24,7 +24,7 @@ from pathlib import Path
 
 import trio
 
-from agentrt.testing._tape_agent import write_tape_agent
+from agentrt.testing import write_tape_agent
 from agentrt_sqlite._replay import replay
 from agentrt_sqlite._schema import connect
 from agentrt_sqlite.api import read_events
@@ -101,7 +101,7 @@ def _agree(db_path: Path) -> tuple[int, int]:
                 assert tx_end is not None and tx_start < tx_end <= size
                 assert events[last]["type"] == ("turn_completed" if outcome == "completed" else "turn_failed")
                 text = "".join(e["text"] for e in events[first + 1 : last] if e["type"] == "text_delta")
-                # The row keeps the reply up to its cap (1 MiB of text), the transcript all of it.
+                # The row keeps the reply up to its cap (64 Ki characters), the transcript all of it.
                 assert reply == (text[: len(reply)] if clipped else text) and (not clipped or len(text) > len(reply))
         # Every transcript on disk is one the index names (a file is made only for a conversation it records).
         names = {name for _, name in conversations}

@@ -12,8 +12,7 @@ a few per turn) is written as its JSON form with its sequence number in one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -71,6 +70,14 @@ class _Reply:
         self.parts.append(text)
         self.size += len(text)
 
+    def add_all(self, events: Any) -> None:
+        """The texts of the text deltas among ``events``, up to the limit (no text past it is copied)."""
+        for event in events:
+            if type(event) is TextDelta:
+                self.add(event.text)
+                if self.clipped:
+                    return
+
     def text(self) -> str:
         return "".join(self.parts)
 
@@ -94,10 +101,7 @@ class ConversationLog:
         if tapped and types <= BULK and self._announced:
             # The hot path: a chunk's worth of decoded text, already in the transcript.
             if reply is not None and not reply.clipped and TextDelta in types:
-                if len(types) == 1:
-                    reply.add("".join([e.text for e in cast("Sequence[TextDelta]", events)]))  # all text deltas
-                else:
-                    reply.add("".join([e.text for e in events if type(e) is TextDelta]))
+                reply.add_all(events)
             return None
         entries: list[bytes] = []
         items: list[tuple[int, Event, Any]] = []
