@@ -1,0 +1,108 @@
+"""``agentrt run --permission-mode ask`` on a real terminal (tmux, 80x24) with Gemini CLI and Codex (``codex-acp``).
+
+The real peer asks for a shell tool (the fake model API calls for ``touch``);
+``run`` asks the user on the terminal; the answer ``a`` (always) lets the tool
+run, and ``agentrt logs --approvals`` records it ``user:always``.  An answer
+``n`` refuses it (the file never appears), recorded ``user``.  Waits are on the
+screen's content and the recorded exit status; the bounds are hang guards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import trio
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+from real_acp_peers import BOUND, PEER_LIST, Peer, executable_and_args, fake_api, launch_env, require
+
+AGENTRT = str(Path(sys.executable).with_name("agentrt"))
+POLL = 0.1  # how often the screen is read while waiting for a change on it
+peers = pytest.mark.parametrize("peer", PEER_LIST, ids=lambda p: p.name)
+
+# Runs the command in the terminal's foreground and records its exit status (tmux may not keep it).
+RECORD = """
+import os, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(code))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+"""
+
+
+class _Tmux:
+    def __init__(self, tmp: Path) -> None:
+        exe = shutil.which("tmux")
+        if exe is None:
+            if os.environ.get("CI"):
+                pytest.fail("tmux is required in CI")
+            pytest.skip("tmux is not installed")
+        self.base = [exe, "-L", f"agentrt-test-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+
+    async def run(self, *args: str, check: bool = True) -> str:
+        done = await trio.run_process([*self.base, *args], capture_stdout=True, capture_stderr=True, check=check)
+        return done.stdout.decode()
+
+    async def wait_text(self, text: str) -> str:
+        while True:  # bounded by the test's hang guard
+            screen = await self.run("capture-pane", "-p", "-J", "-S", "-", "-t", "run")
+            if text in screen:
+                return screen
+            await trio.sleep(POLL)
+
+
+def _env(peer: Peer, tmp_path: Path, url: str) -> dict[str, str]:
+    require(peer)
+    executable, args = executable_and_args(peer)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8", "TERM": "screen",
+        "AGENTRT_CONFIG": str(tmp_path / "none.toml"), "AWP_AGENT_CLI_EXECUTABLE": executable,
+        "AWP_AGENT_CLI_ARGS_JSON": json.dumps(list(args)),
+        "AWP_AGENT_CLI_ENV_JSON": json.dumps(launch_env(peer, tmp_path / "home", url)),
+        "AWP_AGENT_CLI_PROTOCOL": "acp", "AWP_AGENT_DEFAULT_MODEL": peer.model,
+        "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND),
+    }  # fmt: skip
+
+
+@peers
+@pytest.mark.parametrize(("key", "ran", "by"), [("a", True, "user:always"), ("n", False, "user")], ids=["always", "no"])
+async def test_run_asks_on_the_terminal_and_the_answer_decides_and_is_logged(
+    tmp_path: Path, peer: Peer, key: str, ran: bool, by: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    record = tmp_path / "record.py"
+    record.write_text(RECORD)
+    status = tmp_path / "run.status"
+    with fake_api(peer, tool_command="touch tool-ran.txt") as api:
+        env = _env(peer, tmp_path, api.url)
+        argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, str(record), str(status),
+                AGENTRT, "run", "--permission-mode", "ask", "make the file"]  # fmt: skip
+        tmux = _Tmux(tmp_path)
+        try:
+            with trio.fail_after(BOUND * 2):  # hang guard only
+                await tmux.run("-u", "new-session", "-d", "-x", "80", "-y", "24", "-c", str(work), "-s", "run", *argv)
+                screen = await tmux.wait_text("[y/n/a]")
+                assert "touch tool-ran.txt" in screen, screen
+                assert not (work / "tool-ran.txt").exists()  # nothing runs before the answer
+                await tmux.run("send-keys", "-t", "run", key, "Enter")
+                while not status.exists():
+                    await trio.sleep(POLL)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await tmux.run("kill-server", check=False)  # gone already once the command ended
+    code = int(status.read_text())
+    assert (work / "tool-ran.txt").exists() is ran
+    # Refused: Gemini goes on and completes; Codex's only refusal ends its turn cancelled.
+    assert code == 0 or (not ran and code in (1, 130)), code
+    logs = subprocess.run([AGENTRT, "logs", "--approvals", "--json"], env=env, capture_output=True, text=True,
+                          timeout=BOUND, check=True).stdout
+    rows = [json.loads(line) for line in logs.splitlines() if line.strip()]
+    assert [(r["decision"], r["by"]) for r in rows] == [("allow" if ran else "deny", by)], rows
