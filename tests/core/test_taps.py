@@ -130,3 +130,32 @@ async def test_every_process_gets_its_own_tap_and_a_respawn_is_numbered(tmp_path
     written = b"".join(data for tap in sink.taps for kind, data in tap.log if kind == "out")
     assert written == (tmp_path / "stdout.log").read_bytes()
     assert b"reply 1" in b"".join(data for kind, data in sink.taps[0].log if kind == "out")
+
+
+class BrokenTap(Tap):
+    def agent_output(self, chunk: bytes) -> None:
+        raise OSError("disk full")
+
+
+class BrokenTapSink(TapSink):
+    name = "broken-tap-sink"
+
+    def open_tap(self, info: TapInfo) -> RawTap | None:
+        self.infos.append(info)
+        tap = BrokenTap([])
+        self.taps.append(tap)
+        return tap
+
+
+async def test_a_tap_that_raises_is_let_go_and_the_others_record_on(tmp_path: Path) -> None:
+    broken, sink = BrokenTapSink(), TapSink()
+    launch = logging_agent(tmp_path, turns_per_process=10)
+    async with open_conversation(launch, plugins=PLUGINS, sinks=[broken, sink], parent_env=ENV) as conv:
+        for prompt in ("first", "second"):
+            assert isinstance(await conv.ask(prompt), TurnCompleted)
+    [good] = sink.taps
+    [bad] = broken.taps
+    assert b"".join(data for kind, data in good.log if kind == "out") == (tmp_path / "stdout.log").read_bytes()
+    # It saw the first prompt, raised at the first output and was let go: nothing after it, not even close.
+    assert bad.log == [("in", good.log[0][1])]
+    assert bad.closed == 0 and good.closed == 1
