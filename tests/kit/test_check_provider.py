@@ -6,6 +6,7 @@ real loopback server; each broken provider wraps the real one and breaks one rul
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
@@ -13,9 +14,19 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+import trio
 
 from agentrt.errors import AgentrtError
-from agentrt.provider import FinishChunk, ProviderChunk, ProviderRequest, TextChunk
+from agentrt.events import Usage
+from agentrt.provider import (
+    FinishChunk,
+    ProviderChunk,
+    ProviderRequest,
+    TextChunk,
+    ToolCall,
+    ToolCallsChunk,
+    UsageChunk,
+)
 from agentrt.testing import ReplayResponse, ScriptedReply, check_provider
 from agentrt_openai import OpenAIProvider, from_env
 
@@ -174,3 +185,57 @@ async def test_a_factory_that_raises_raw_is_named() -> None:
     message = r"check_provider\(needs_a_key\) text reply: the factory raised a raw KeyError"
     with pytest.raises(AssertionError, match=message):
         await check_provider(needs_a_key, render=sse, env=env_for)
+
+
+class Canned:
+    """An in-process provider that says the same thing to every request (no HTTP: the generic checks)."""
+
+    def __init__(self, *chunks: ProviderChunk) -> None:
+        self.chunks = chunks
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderChunk]:
+        for chunk in self.chunks:
+            await trio.lowlevel.checkpoint()
+            yield chunk
+
+    async def aclose(self) -> None:
+        pass
+
+
+GOOD = (TextChunk(text="hi"), ToolCallsChunk(calls=(ToolCall(id="c1", name="f", arguments="{}"),)),
+        UsageChunk(usage=Usage(input_tokens=1, output_tokens=1)), FinishChunk(reason="stop"))
+
+
+async def test_without_render_an_in_process_provider_gets_the_generic_checks() -> None:
+    await check_provider(Canned(*GOOD))
+    await check_provider(lambda: Canned(*GOOD))
+    await check_provider(lambda env: Canned(*GOOD), env={"ANY": "1"})
+
+
+@pytest.mark.parametrize(
+    ("chunks", "message"),
+    [
+        (GOOD[:-1], "plain request: yielded 0 FinishChunks"),
+        ((*GOOD, FinishChunk(reason="stop")), "plain request: yielded FinishChunk after its FinishChunk"),
+        ((ToolCallsChunk(calls=(ToolCall(id="c", name="f", arguments="{}"),) * 2), FinishChunk(reason=None)),
+         "plain request: tool call ids ['c', 'c'] must be distinct"),
+        ((ToolCallsChunk(calls=(ToolCall(id="c", name="f", arguments="{oops"),)), FinishChunk(reason=None)),
+         "plain request: tool call arguments '{oops' are not JSON"),
+    ],
+)
+async def test_without_render_a_broken_provider_is_named(chunks: tuple[ProviderChunk, ...], message: str) -> None:
+    with pytest.raises(AssertionError, match=re.escape(f"check_provider(Canned) {message}")):
+        await check_provider(Canned(*chunks))
+
+
+async def test_without_render_a_stream_that_cannot_be_closed_is_named() -> None:
+    class Stubborn(Canned):
+        async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderChunk]:
+            try:
+                async for chunk in super().stream(request):
+                    yield chunk
+            finally:
+                await trio.sleep_forever()  # a cleanup that never ends (the suite's bound can still cancel it)
+
+    with pytest.raises(AssertionError, match=r"check_provider\(Stubborn\) plain request: the stream did not end"):
+        await check_provider(Stubborn(*GOOD), hang_after=2.0)

@@ -194,3 +194,10 @@ async def test_a_factory_that_raises_raw_is_caught(notes: dict[str, str]) -> Non
 async def test_a_factory_that_is_not_configured_is_named(notes: dict[str, str]) -> None:
     with pytest.raises(AssertionError, match="returned None for env"):
         await check_tool(factory_for(ReadNote), env={}, valid=VALID)
+
+
+async def test_without_valid_arguments_the_schema_makes_the_base(notes: dict[str, str]) -> None:
+    # {"name": "example"} names no note: an AgentrtError answer is fine for the base then.
+    await check_tool(factory_for(ReadNote), env=notes, paths=["name"])
+    with pytest.raises(AssertionError, match="'name' leaving the tool's directory, arguments {'name': '../../"):
+        await check_tool(factory_for(Traverses), env=notes, paths=["name"])

@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
@@ -136,10 +136,10 @@ class _Case:
 
 
 async def check_provider(
-    factory: Callable[[Mapping[str, str]], Provider],
+    factory: Callable[[Mapping[str, str]], Provider] | Callable[[], Provider] | Provider,
     *,
-    render: Callable[[ScriptedReply], ReplayResponse],
-    env: Callable[[str], Mapping[str, str]],
+    render: Callable[[ScriptedReply], ReplayResponse] | None = None,
+    env: Callable[[str], Mapping[str, str]] | Mapping[str, str] | None = None,
     tools: bool = True,
     usage: bool = True,
     hang_after: float = 30.0,
@@ -167,8 +167,32 @@ async def check_provider(
     reply is held back (streaming); closing the stream early, cancelling it
     mid-reply and cancelling it before the reply starts all return promptly
     and close the connection; ``aclose()`` is bounded and may be called twice.
+
+    Without ``render`` (a provider that speaks no HTTP, whose replies the
+    suite cannot script), ``factory`` may also be a provider or a factory of
+    no arguments, ``env`` is the mapping a factory gets, and the suite checks
+    only what holds for any reply: the chunk types, one ``FinishChunk`` with
+    only usage after it, well-formed tool calls, a second request on the same
+    provider, closing and cancelling a stream after its first chunk, and
+    ``aclose()``.
     """
     label = getattr(factory, "__name__", type(factory).__name__)
+    if render is None:
+        from ._provider_generic import check_any_provider  # it builds on this module's helpers
+
+        await check_any_provider(factory, env if isinstance(env, Mapping) else {}, label, hang_after)
+        return
+    if not callable(env):
+        raise TypeError("check_provider: with render, env(url) must be a callable giving the factory's env")
+    if callable(getattr(factory, "stream", None)):
+        raise TypeError("check_provider: with render, pass the factory (it is pointed at the scripted server)")
+    return await _check_scripted(cast(Callable[[Mapping[str, str]], Provider], factory), render, env, label,
+                                 tools=tools, usage=usage, hang_after=hang_after)
+
+
+async def _check_scripted(factory: Callable[[Mapping[str, str]], Provider],
+                          render: Callable[[ScriptedReply], ReplayResponse], env: Callable[[str], Mapping[str, str]],
+                          label: str, *, tools: bool, usage: bool, hang_after: float) -> None:
     replies = [TEXT_REPLY, TOOL_REPLY] if tools else [TEXT_REPLY]
     for reply in replies:
         await _check_reply(factory, render, env, label, reply, tools=tools, usage=usage, hang_after=hang_after)

@@ -169,7 +169,7 @@ def _check_factory(factory: ToolMaker, env: Mapping[str, str], label: str) -> To
 async def check_tool(
     tool: Tool | ToolMaker,
     *,
-    valid: Sequence[Mapping[str, Any]],
+    valid: Sequence[Mapping[str, Any]] = (),
     env: Mapping[str, str] | None = None,
     paths: Sequence[str] = (),
     hang_after: float = 30.0,
@@ -179,8 +179,10 @@ async def check_tool(
     ``tool`` is a tool or its registered factory, called as ``factory(env)``
     (and also with an empty env and with each of ``env``'s values replaced by
     a bad one: it must return a tool, ``None`` or raise ``AgentrtError``).
-    ``valid`` are arguments the tool accepts (at least one; the first is the
-    base the bad and hostile arguments are made from); ``paths`` names the
+    ``valid`` are arguments the tool accepts (the first is the base the bad and
+    hostile arguments are made from; without any, the base is made from the
+    schema, its defaults, examples and enums, and may be answered with a
+    result or ``AgentrtError``); ``paths`` names the
     string parameters that are paths, which must refuse a path leaving the
     tool's directory.  ``hang_after`` bounds each call; only a hang reaches it.
 
@@ -203,14 +205,15 @@ async def check_tool(
         made = _check_factory(tool, dict(env or {}), label)  # type: ignore[arg-type]
     checker = _Checker(made, hang_after)
     _check_attributes(made, checker.label)
-    assert valid, f"{checker.label}: give at least one valid arguments object"
     params = made.parameters
     props: Mapping[str, Any] = params.get("properties", {})
     for name in paths:
         assert name in props, f"{checker.label}: paths names {name!r}, which is not a parameter"
     for arguments in valid:
         await checker.call(copy.deepcopy(dict(arguments)), why="valid arguments", must_refuse=False)
-    base = dict(valid[0])
+    base = dict(valid[0]) if valid else _from_schema(params)
+    if not valid:
+        await checker.call(copy.deepcopy(base), why="arguments made from the schema", must_refuse=False)
     for value in _NOT_OBJECTS:
         await checker.call(value, why="arguments that are not an object", must_refuse=True)
     for name in params.get("required", []):
@@ -231,6 +234,33 @@ async def check_tool(
         for path in TRAVERSAL_PATHS:
             await checker.call({**base, name: path}, why=f"{name!r} leaving the tool's directory", must_refuse=True)
     await _check_cancel(checker, base)
+
+
+_SAMPLES: dict[str, Any] = {"string": "example", "integer": 1, "number": 1.5, "boolean": True, "array": [],
+                            "object": {}, "null": None}
+
+
+def _from_schema(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments with each required property set from its schema: default, first example or enum, else a sample."""
+    props: Mapping[str, Any] = params.get("properties", {})
+    out: dict[str, Any] = {}
+    for name in params.get("required", []):
+        schema = props.get(name)
+        schema = schema if isinstance(schema, Mapping) else {}
+        examples, enum, declared = schema.get("examples"), schema.get("enum"), schema.get("type")
+        if "default" in schema:
+            out[name] = copy.deepcopy(schema["default"])
+        elif isinstance(examples, list) and examples:
+            out[name] = copy.deepcopy(examples[0])
+        elif isinstance(enum, list) and enum:
+            out[name] = copy.deepcopy(enum[0])
+        else:
+            kind = declared if isinstance(declared, str) else (declared or ["string"])[0]
+            value = _SAMPLES.get(kind, "example")
+            if kind in ("integer", "number") and isinstance(schema.get("minimum"), (int, float)):
+                value = max(value, schema["minimum"])
+            out[name] = value
+    return out
 
 
 def _hostile_values(declared: Any, example: Any) -> list[tuple[Any, str]]:
