@@ -1,7 +1,9 @@
 """``agentrt run --protocol acp`` with Gemini CLI and Codex (``codex-acp``), the real peers of ``.peers/``.
 
 As a user runs them (the launch contract's variables, a private HOME and
-database): the reply streams as several ``text_delta`` lines, a tool is
+database): the reply streams as several ``text_delta`` lines (the first on
+stdout while the model API still holds the rest), ``-m`` picks Codex's model
+through its config option, a tool is
 refused by default and runs with ``--allow-tool execute`` (both decisions in
 ``agentrt logs --approvals``), Ctrl-C mid-reply ends the turn with exactly one
 terminal event, exit 130 and no process of the agent's group left, and
@@ -188,3 +190,42 @@ def test_codex_takes_the_model_through_its_config_option(tmp_path: Path) -> None
     assert failed["code"] == "model_not_set", failed
     assert "no model 'no-such-model' (it offers: gpt-5.5, gpt-5.4, gpt-5.4-mini" in failed["message"]
     assert len(api.responses()) == 1  # the refused model reached no model call
+
+
+@peers
+async def test_run_writes_each_delta_as_it_comes_not_at_the_end(tmp_path: Path, peer: Peer) -> None:
+    # The fake API holds the reply after its first piece: that piece must reach run's stdout while it holds.
+    work = _work(tmp_path)
+    with fake_api(peer, reply="One two three four five six.", pieces=3, hold=True) as api:
+        env = _env(peer, tmp_path, api.url)
+        with trio.fail_after(BOUND):  # hang guard only
+            proc = await trio.lowlevel.open_process(
+                [AGENTRT, "run", "--json", "--no-log", "talk"], env=env, cwd=work, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                assert proc.stdout is not None
+                buffer, before = b"", []
+                while not any(line["type"] == "text_delta" for line in before):
+                    chunk = await proc.stdout.receive_some()
+                    assert chunk, "run ended before the reply streamed"
+                    buffer += chunk
+                    *done, buffer = buffer.split(b"\n")
+                    before += [json.loads(line) for line in done if line.strip()]
+                assert not _terminals(before), before  # the turn is still going
+                api.release()
+                while chunk := await proc.stdout.receive_some():
+                    buffer += chunk
+                status = await proc.wait()
+            finally:
+                api.release()
+                if proc.returncode is None:
+                    proc.kill()
+                    with trio.CancelScope(shield=True):
+                        await proc.wait()
+    after = [json.loads(line) for line in buffer.split(b"\n") if line.strip()]
+    assert status == 0, after
+    assert [line for line in after if line["type"] == "text_delta"], "no delta came after the release"
+    (done,) = _terminals(before + after)
+    assert done["type"] == "turn_completed"
+    assert _text(before + after) == "One two three four five six."
