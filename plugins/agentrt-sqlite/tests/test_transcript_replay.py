@@ -198,3 +198,31 @@ async def test_a_dialect_no_longer_installed_replays_what_agentrt_made_and_says_
     assert kept and [e["event"] for e in kept] == [forms[e["seq"]] for e in kept]
     assert {e["event"]["type"] for e in kept} >= {"turn_started", "turn_completed"}
     assert "text_delta" not in {e["event"]["type"] for e in kept}
+
+
+async def _conversation(tmp_path: Path, launch: Any, prompts: Sequence[str]) -> tuple[list[Any], list[Any], Path]:
+    from agentrt import open_conversation
+    from agentrt_sqlite.api import read_events
+
+    db = tmp_path / "agentrt.db"
+    recorder, collector = SqliteSink(db), _Collector()
+    with trio.fail_after(120):
+        async with open_conversation(launch, parent_env=ENV, sinks=[recorder, collector],
+                                     first_output_timeout=None) as conv:
+            for prompt in prompts:
+                await conv.ask(prompt)
+    replayed = await trio.to_thread.run_sync(read_events, db, conv.id)
+    return replayed, collector.events, tmp_path / "transcripts" / f"{conv.id}.atr"
+
+
+async def test_an_awp_jsonl_conversation_replays_to_what_it_saw(tmp_path: Path) -> None:
+    from agentrt import LaunchSpec
+    from agentrt.testing import write_fixture_agent
+
+    launch = LaunchSpec(executable=write_fixture_agent(tmp_path), protocol="awp-jsonl")
+    replayed, live, path = await _conversation(tmp_path, launch, ["hello", "again"])
+    assert [(e["source"], e["seq"]) for e in replayed] == [(s, q) for s, q, _ in live]
+    assert [e["event"] for e in replayed] == _forms([ev for _, _, ev in live])
+    kinds = [kind for kind, _, _, _ in read_records(path)]
+    assert kinds.count(b"P") == 1 and kinds.count(b"I") >= 2 and b"O" in kinds
+    assert orjson.loads(next(p for k, _, _, p in read_records(path) if k == b"P"))["replay"] == "decode"

@@ -37,6 +37,14 @@ __all__ = ["BULK", "ConversationLog", "eats"]
 
 #: The event kinds a replay takes from the decoder (the bulk of every session).
 BULK: frozenset[type[Event]] = frozenset({TextDelta, ThinkingDelta, ToolUse, ToolResult})
+
+#: The dialects whose host decoder gives the same events from the agent's output
+#: alone, whatever agentrt wrote to the agent: their bulk events are replayed
+#: from the ``O`` records.  Another dialect's decoder may depend on its own
+#: requests (ACP's matches responses to the requests it sent, and marks the
+#: history a ``session/load`` replays): its raw bytes are recorded all the
+#: same, and every event is an ``E`` record, so its replay is exact too.
+DECODE_ALONE = frozenset({"stream-json", "awp-jsonl"})
 _BULK_NAMES = frozenset({"text", *(cls.type for cls in BULK)})
 
 
@@ -96,7 +104,7 @@ class ConversationLog:
         """Record ``batch``: its ``E`` record (when it has one) and what it adds to the index."""
         events = batch.events
         reply = self._reply
-        tapped = self.transcript.processes > 0
+        tapped = self.transcript.decoded
         types = {*map(type, events)}
         if tapped and types <= BULK and self._announced:
             # The hot path: a chunk's worth of decoded text, already in the transcript.

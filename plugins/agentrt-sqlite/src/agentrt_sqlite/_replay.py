@@ -147,6 +147,9 @@ def replay(
     for kind, ms, _at, payload in read_records(path, 0, end, kinds=b"POC"):
         if kind == b"P":
             meta = orjson.loads(payload)
+            decoder = None
+            if meta.get("replay", "decode") != "decode":
+                continue  # every event of this process is an E record
             dialect = meta.get("dialect") or header.get("dialect") or ""
             codec = codec_for(dialect) if dialect else None
             if codec is None:

@@ -40,7 +40,7 @@ from agentrt.events import EventBatch
 from agentrt.lowlevel import RawTap, TapInfo
 
 from ._location import database_path
-from ._notes import ConversationLog
+from ._notes import DECODE_ALONE, ConversationLog
 from ._recorder import REPLY_LIMIT, ConversationInfo, Note, Recorder
 from ._schema import connect
 from ._transcript import Transcript, TranscriptTap, transcript_dir, transcript_name
@@ -122,7 +122,9 @@ class SqliteSink:
             return None
         transcript = self._log(info.conversation_id, info.dialect).transcript
         transcript.processes += 1
-        meta = {"process": info.process, "pid": info.pid, "dialect": info.dialect}
+        transcript.decoded = info.dialect in DECODE_ALONE
+        replay = "decode" if transcript.decoded else "events"
+        meta = {"process": info.process, "pid": info.pid, "dialect": info.dialect, "replay": replay}
         if transcript.append(b"P", orjson.dumps(meta)) < 0:
             return None
         transcript.taps += 1

@@ -11,7 +11,9 @@ length, the milliseconds since ``wall``: the time index) and the payload:
 
 * ``O``: a chunk the agent wrote to its stdout, as read, before decoding;
 * ``I``: bytes agentrt wrote to the agent's stdin, after the write;
-* ``P``: a process starts (JSON: ``process``, ``pid``, ``dialect``); a replay
+* ``P``: a process starts (JSON: ``process``, ``pid``, ``dialect``, and
+  ``replay``: ``decode`` when its bulk events are decoded again from its
+  ``O`` records, ``events`` when every event is an ``E`` record); a replay
   starts a fresh decoder there;
 * ``E``: an event agentrt made itself or that the decoder cannot give again
   (JSON: ``seq``, the event's JSON form, and ``eat`` when it stands for a
@@ -99,6 +101,9 @@ class Transcript:
         self.size = 0
         #: Agent processes seen (``P`` records written).
         self.processes = 0
+        #: A replay decodes the bulk events of this conversation from its ``O`` records
+        #: (its dialect decodes output alone); else every event is an ``E`` record.
+        self.decoded = False
         #: Taps open on it now.
         self.taps = 0
 
