@@ -104,6 +104,13 @@ async def _live(sink: SqliteSink, dialect: str, capture: Path, conversation: str
     return seen
 
 
+def _points_at(fd: str, path: Path) -> bool:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    except OSError:
+        return False
+
+
 def _forms(events: Sequence[Event]) -> list[Any]:
     return [orjson.loads(encode_event(e)) for e in events]
 
@@ -126,10 +133,12 @@ async def test_the_replay_of_a_capture_equals_the_live_events(tmp_path: Path, di
 
 async def test_the_transcript_is_private_and_says_what_wrote_it(tmp_path: Path) -> None:
     sink = SqliteSink(tmp_path / "agentrt.db")
+    path = tmp_path / "transcripts" / "conv-2.atr"
     with trio.fail_after(60):
         await _live(sink, "stream-json", CLAUDE[0], "conv-2")
+        # The process is done with: the sink holds no descriptor of its transcript while it stays open.
+        assert not [fd for fd in os.listdir("/proc/self/fd") if _points_at(fd, path)]
         await sink.aclose()
-    path = tmp_path / "transcripts" / "conv-2.atr"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert path.read_bytes().startswith(MAGIC)

@@ -20,6 +20,7 @@ from agentrt.events import (
     Diagnostic,
     Event,
     EventBatch,
+    ProcessExited,
     TextDelta,
     ThinkingDelta,
     ToolResult,
@@ -146,6 +147,10 @@ class ConversationLog:
                 elif extra is not None and isinstance(ev, (TurnCompleted, TurnFailed)):
                     items[i] = (s, ev, (extra[0], extra[1], end))
                     size += len(extra[0])
+                elif type(ev) is ProcessExited and self.transcript.taps == 0:
+                    # The process is done with: no descriptor stays open for an idle conversation
+                    # (a later record reopens the file).
+                    self.transcript.release()
         if not items and self._announced:
             return None
         self._announced = True

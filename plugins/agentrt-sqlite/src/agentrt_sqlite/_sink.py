@@ -132,6 +132,8 @@ class SqliteSink:
 
     def _tap_closed(self, transcript: Transcript) -> None:
         transcript.taps -= 1
+        if transcript.taps == 0:
+            transcript.release()  # a later record (the exit's) reopens it, and closes it again
 
     # -- trio side -----------------------------------------------------
     async def handle(self, batch: EventBatch) -> None:
