@@ -239,3 +239,11 @@ async def test_without_render_a_stream_that_cannot_be_closed_is_named() -> None:
 
     with pytest.raises(AssertionError, match=r"check_provider\(Stubborn\) plain request: the stream did not end"):
         await check_provider(Stubborn(*GOOD), hang_after=2.0)
+
+
+async def test_without_render_a_provider_class_is_a_factory_of_nothing() -> None:
+    class Greeter(Canned):
+        def __init__(self) -> None:
+            super().__init__(*GOOD)
+
+    await check_provider(Greeter)

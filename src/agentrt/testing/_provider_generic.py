@@ -25,7 +25,7 @@ __all__ = ["check_any_provider"]
 
 def make_provider(factory: Any, env: Mapping[str, str], case: _Case) -> Provider:
     """A provider from ``factory``: a provider itself, a factory of the agent's env, or of nothing."""
-    if callable(getattr(factory, "stream", None)):
+    if not isinstance(factory, type) and callable(getattr(factory, "stream", None)):
         return factory  # type: ignore[no-any-return]
     try:
         takes_env = bool(inspect.signature(factory).parameters)

@@ -184,7 +184,7 @@ async def check_provider(
         return
     if not callable(env):
         raise TypeError("check_provider: with render, env(url) must be a callable giving the factory's env")
-    if callable(getattr(factory, "stream", None)):
+    if not isinstance(factory, type) and callable(getattr(factory, "stream", None)):
         raise TypeError("check_provider: with render, pass the factory (it is pointed at the scripted server)")
     return await _check_scripted(cast(Callable[[Mapping[str, str]], Provider], factory), render, env, label,
                                  tools=tools, usage=usage, hang_after=hang_after)
