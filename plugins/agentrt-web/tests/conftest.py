@@ -21,20 +21,8 @@ from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigu
 
 HERE = Path(__file__).parent
 AGENT_SOURCE = HERE / "fixture_web_agent.py"
-# The scripted FastAgent binary of the bots pages lives with the FastAgent plugin's tests
-# (plugins/agentrt-fastagent/tests once they move there, tests/fastagent until then).
-_REPO = HERE.parents[2]
-FASTAGENT_FIXTURE = next(
-    (
-        path
-        for path in (
-            _REPO / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py",
-            _REPO / "tests" / "fastagent" / "fixtures" / "fake_fastagent.py",
-        )
-        if path.exists()
-    ),
-    _REPO / "plugins" / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py",
-)
+# The scripted FastAgent binary of the bots pages lives with the FastAgent plugin's tests.
+FASTAGENT_FIXTURE = HERE.parents[1] / "agentrt-fastagent" / "tests" / "fixtures" / "fake_fastagent.py"
 CHROMIUM = Path("/usr/bin/chromium")
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0
