@@ -150,7 +150,7 @@ class BotRun:
         hosted = HostedProcess(
             lambda _resume, _codec: spec, lambda _resume: FastAgentHostCodec(), nursery=ctx.nursery,
             on_events=self._on_events, on_oversize=self._on_oversize, on_exit=self._on_exit,
-            on_spawn=self._on_spawn, exit_grace=grace, exit_wait=grace,
+            on_spawn=self._on_spawn, idle=_always, exit_grace=grace, exit_wait=grace,
         )  # fmt: skip
         self._hosted = hosted
         try:
@@ -351,3 +351,8 @@ async def _save_stderr(paths: InstancePaths, proc: AgentProcess) -> None:
             await fh.write(header + tail + (b"" if tail.endswith(b"\n") else b"\n"))
     except OSError:
         pass  # logs are best effort
+
+
+def _always() -> bool:
+    # Nobody waits on a bot's output: its read loop parks while the pipe is quiet (no task per quiet bot).
+    return True
