@@ -21,7 +21,8 @@ are not: import from here).  The pieces:
 * the host engine: :class:`HostedProcess` runs one agent process at a time
   for a host (spawn and respawn with ``--resume``, the read loop and its
   parking while idle, the first-output watch, raw taps, the bounded stop) and
-  hands each process's end over as a :class:`ProcessEnd`; a sink that is a
+  hands each process's end over as a :class:`ProcessEnd`; a
+  :class:`ProtocolProbe` per process tells a wrong dialect early; a sink that is a
   :class:`TapSource` gives a :class:`RawTap` per process (:class:`TapInfo`
   says which); :func:`pump_events` is the read loop it and every host use
   (stdout → framing → codec → event lists, with malformed/oversize handling
@@ -67,6 +68,7 @@ from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_fragment as parse_fragment
 from ._framing import parse_line as parse_line
+from ._mismatch import ProtocolProbe as ProtocolProbe
 from ._os.spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
 from ._os.spawn import OwnedProcess as OwnedProcess
 from ._os.spawn import open_owned_process as open_owned_process
@@ -116,6 +118,7 @@ __all__ = [
     "OversizeLine",
     "ProcessEnd",
     "ProcessSpec",
+    "ProtocolProbe",
     "READ_SIZE",
     "collapse_single_group",
     "encode_line",
