@@ -247,3 +247,20 @@ async def test_without_render_a_provider_class_is_a_factory_of_nothing() -> None
             super().__init__(*GOOD)
 
     await check_provider(Greeter)
+
+
+class OneShot(Wrapped):
+    """Closes its HTTP client after the first stream, as if each provider served one request."""
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderChunk]:
+        async with aclosing(self.inner.stream(request)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        await self.inner.aclose()
+        self.inner = None  # type: ignore[assignment]
+
+
+async def test_a_provider_that_serves_one_request_is_caught() -> None:
+    message = r"check_provider\(OneShot\) text reply, asked again of the same provider: raised a raw"
+    with pytest.raises(AssertionError, match=message):
+        await check_provider(OneShot, render=sse, env=env_for)

@@ -9,16 +9,17 @@ first chunk, and a bounded, repeatable ``aclose``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Mapping
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import trio
 
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, ToolCallsChunk, UsageChunk
-from ._provider_suite import _Case, _collect, _json, _request
+from ._provider_suite import _Case, _collect, _json, _request, close_twice
 
 __all__ = ["check_any_provider"]
 
@@ -46,19 +47,26 @@ async def check_any_provider(factory: Any, env: Mapping[str, str], label: str, h
     """The checks of :func:`check_provider` that hold for whatever the provider replies."""
     case = _Case("plain request", label)
     provider = make_provider(factory, env, case)
-    try:
+    async with _closed_after(provider, _Case("aclose", label), hang_after):
         for name, tools in (("plain request", False), ("request offering tools", True), ("second request", False)):
             case = _Case(name, label)
             await _ask(provider, case, tools, hang_after)
-    finally:
-        await _close_twice(provider, _Case("aclose", label), hang_after)
     for how in ("closed early", "cancelled after its first chunk"):
         case = _Case(f"stream {how}", label)
         provider = make_provider(factory, env, case)
-        try:
+        async with _closed_after(provider, case, hang_after):
             await _stop_after_first(provider, case, how, hang_after)
-        finally:
-            await _close_twice(provider, case, hang_after)
+
+
+@asynccontextmanager
+async def _closed_after(provider: Provider, case: _Case, hang_after: float) -> AsyncIterator[None]:
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failure already found is the one to report
+            await close_twice(provider, case, hang_after)
+        raise
+    await close_twice(provider, case, hang_after)
 
 
 async def _ask(provider: Provider, case: _Case, tools: bool, hang_after: float) -> None:
@@ -100,13 +108,3 @@ async def _stop_after_first(provider: Provider, case: _Case, how: str, hang_afte
             raise case.fail(f"raised a raw {type(exc).__name__} instead of stopping quietly") from exc
     if guard.cancelled_caught:
         raise case.fail(f"the stream did not stop within {hang_after:g} s")
-
-
-async def _close_twice(provider: Provider, case: _Case, hang_after: float) -> None:
-    for attempt in ("first", "second"):
-        with trio.CancelScope(shield=True), trio.move_on_after(hang_after) as scope:
-            await provider.aclose()
-        if scope.cancelled_caught:
-            raise case.fail(f"the {attempt} aclose() did not return within {hang_after:g} s")
-
-

@@ -20,6 +20,7 @@ bound after which a hang is reported as one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -125,7 +126,7 @@ def _without_length(response: ReplayResponse, chunks: tuple[bytes, ...]) -> Repl
 
 @attrs.define
 class _Case:
-    """One scenario: a name for messages, the provider under test, its chunks so far."""
+    """One scenario: its name and the provider's label (for messages), the chunks it yielded so far."""
 
     name: str
     label: str
@@ -159,8 +160,9 @@ async def check_provider(
     tools offered); a reply comes back as its text fragments joined, its tool
     calls (names, JSON-equal arguments, unique ids), its usage and exactly one
     :class:`~agentrt.provider.FinishChunk` with nothing but usage after it, from
-    one request; HTTP 401, 429 and 500 answers, a dropped connection, an
-    empty or malformed body, a body broken off and a reply cut short all raise
+    one request, and again when the same provider is asked a second time;
+    HTTP 401, 429 and 500 answers, a dropped connection, an empty or
+    malformed body, a body broken off and a reply cut short all raise
     :class:`~agentrt.AgentrtError` with a snake_case code, nothing else, and
     never a finish, with a one-line detail of at most 2000 characters that does
     not repeat the secret in the error body; text arrives while the rest of the
@@ -226,12 +228,23 @@ async def _provider(factory: Callable[[Mapping[str, str]], Provider], url: str, 
         raise case.fail(f"the factory returned {provider!r}, not a provider with stream()")
     try:
         yield provider
-    finally:
-        for attempt in ("first", "second"):
-            with trio.CancelScope(shield=True), trio.move_on_after(hang_after) as scope:
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failure already found is the one to report
+            await close_twice(provider, case, hang_after)
+        raise
+    await close_twice(provider, case, hang_after)
+
+
+async def close_twice(provider: Provider, case: _Case, hang_after: float) -> None:
+    """``aclose()`` twice, shielded as the agent calls it and bounded; a hang or a raw exception fails ``case``."""
+    for attempt in ("first", "second"):
+        with trio.CancelScope(shield=True), trio.move_on_after(hang_after) as scope:
+            try:
                 await provider.aclose()
-            if scope.cancelled_caught:
-                raise case.fail(f"the {attempt} aclose() did not return within {hang_after:g} s")
+            except Exception as exc:
+                raise case.fail(f"the {attempt} aclose() raised a raw {type(exc).__name__}") from exc
+        if scope.cancelled_caught:
+            raise case.fail(f"the {attempt} aclose() did not return within {hang_after:g} s")
 
 
 async def _collect(provider: Provider, request: ProviderRequest, case: _Case, hang_after: float) -> None:
@@ -255,25 +268,30 @@ async def _collect(provider: Provider, request: ProviderRequest, case: _Case, ha
 async def _check_reply(factory: Callable[[Mapping[str, str]], Provider], render: Callable[[ScriptedReply],
                        ReplayResponse], env: Callable[[str], Mapping[str, str]], label: str, reply: ScriptedReply,
                        *, tools: bool, usage: bool, hang_after: float) -> None:
-    case = _Case("tool-call reply" if reply.tool_calls else "text reply", label)
+    """The reply, asked for twice of one provider (the agent keeps one for every round of a turn)."""
+    name = "tool-call reply" if reply.tool_calls else "text reply"
+    case = _Case(name, label)
     response = render(reply)
     async with serve_replay(lambda _req: response) as server, _provider(factory, server.url, case, env,
                                                                         hang_after) as provider:
-        try:
-            await _collect(provider, _request(tools), case, hang_after)
-        except AgentrtError as exc:
-            raise case.fail(f"raised {exc.code}: {exc.detail}") from None
-        except AssertionError:
-            raise
-        except Exception as exc:
-            raise case.fail(f"raised a raw {type(exc).__name__}: {exc}") from exc
-        if len(server.requests) != 1:
-            raise case.fail(f"sent {len(server.requests)} requests for one stream (want 1)")
-        body = server.requests[0].body.decode("utf-8", "replace")
-        for what, needle in (("model", MODEL), ("prompt", PROMPT)) + ((("tool", "get_weather"),) if tools else ()):
-            if needle not in body:
-                raise case.fail(f"the request body does not carry the {what} ({needle!r})")
-    _check_chunks(case, reply, usage=usage)
+        for attempt in (1, 2):
+            case = _Case(name if attempt == 1 else f"{name}, asked again of the same provider", label)
+            try:
+                await _collect(provider, _request(tools), case, hang_after)
+            except AgentrtError as exc:
+                raise case.fail(f"raised {exc.code}: {exc.detail}") from None
+            except AssertionError:
+                raise
+            except Exception as exc:
+                raise case.fail(f"raised a raw {type(exc).__name__}: {exc}") from exc
+            if len(server.requests) != attempt:
+                raise case.fail(f"sent {len(server.requests) - attempt + 1} requests for one stream (want 1)")
+            body = server.requests[-1].body.decode("utf-8", "replace")
+            needles = (("model", MODEL), ("prompt", PROMPT)) + ((("tool", "get_weather"),) if tools else ())
+            for what, needle in needles:
+                if needle not in body:
+                    raise case.fail(f"the request body does not carry the {what} ({needle!r})")
+            _check_chunks(case, reply, usage=usage)
 
 
 def _check_chunks(case: _Case, reply: ScriptedReply, *, usage: bool) -> None:
