@@ -1,10 +1,12 @@
-"""``agentrt run --permission-mode ask`` on a real terminal (tmux, 80x24) with Gemini CLI and Codex (``codex-acp``).
+"""``agentrt run --permission-mode ask`` and ``agentrt chat`` on a real terminal (tmux, 80x24) with Gemini CLI and
+Codex (``codex-acp``).
 
 The real peer asks for a shell tool (the fake model API calls for ``touch``);
-``run`` asks the user on the terminal; the answer ``a`` (always) lets the tool
-run, and ``agentrt logs --approvals`` records it ``user:always``.  An answer
-``n`` refuses it (the file never appears), recorded ``user``.  Waits are on the
-screen's content and the recorded exit status; the bounds are hang guards.
+``run`` and ``chat`` ask the user on the terminal; the answer ``a`` (always)
+lets the tool run, and ``agentrt logs --approvals`` records it ``user:always``.
+An answer ``n`` refuses it (the file never appears), recorded ``user``.  Waits
+are on the screen's content and the recorded exit status; the bounds are hang
+guards.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class _Tmux:
         return done.stdout.decode()
 
     async def wait_text(self, text: str) -> str:
+        """The screen once ``text`` shows on it."""
         while True:  # bounded by the test's hang guard
             screen = await self.run("capture-pane", "-p", "-J", "-S", "-", "-t", "run")
             if text in screen:
@@ -106,3 +109,38 @@ async def test_run_asks_on_the_terminal_and_the_answer_decides_and_is_logged(
                           timeout=BOUND, check=True).stdout
     rows = [json.loads(line) for line in logs.splitlines() if line.strip()]
     assert [(r["decision"], r["by"]) for r in rows] == [("allow" if ran else "deny", by)], rows
+
+
+@peers
+async def test_chat_asks_on_the_terminal_and_a_runs_the_tool(tmp_path: Path, peer: Peer) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    record = tmp_path / "record.py"
+    record.write_text(RECORD)
+    status = tmp_path / "chat.status"
+    with fake_api(peer, tool_command="touch tool-ran.txt") as api:
+        env = _env(peer, tmp_path, api.url)
+        argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, str(record), str(status),
+                AGENTRT, "chat"]  # fmt: skip
+        tmux = _Tmux(tmp_path)
+        try:
+            with trio.fail_after(BOUND * 2):  # hang guard only
+                await tmux.run("-u", "new-session", "-d", "-x", "80", "-y", "24", "-c", str(work), "-s", "run", *argv)
+                await tmux.wait_text("/help for commands")
+                await tmux.run("send-keys", "-t", "run", "make the file", "Enter")
+                screen = await tmux.wait_text("[y/n/a]")
+                assert "touch tool-ran.txt" in screen, screen
+                await tmux.run("send-keys", "-t", "run", "a", "Enter")
+                await tmux.wait_text("The tool said:")
+                assert (work / "tool-ran.txt").exists()
+                await tmux.run("send-keys", "-t", "run", "C-d")
+                while not status.exists():
+                    await trio.sleep(POLL)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await tmux.run("kill-server", check=False)  # gone already once the command ended
+    assert int(status.read_text()) == 0
+    logs = subprocess.run([AGENTRT, "logs", "--approvals", "--json"], env=env, capture_output=True, text=True,
+                          timeout=BOUND, check=True).stdout
+    rows = [json.loads(line) for line in logs.splitlines() if line.strip()]
+    assert [(r["decision"], r["by"]) for r in rows] == [("allow", "user:always")], rows
