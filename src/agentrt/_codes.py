@@ -177,7 +177,7 @@ sink_role_mismatch | the sink chosen for a role holds another role | choose a si
 conflicting_sink_choice | two sinks of the same role were chosen | give one `--sink` per role
 unknown_hook | a plugin implements a hook agentrt does not define | upgrade agentrt or fix the plugin's hook name
 unknown_plugin_kind | `agentrt plugin new` was given a kind it cannot write | use dialect, provider, tool or sink
-invalid_plugin_name | `agentrt plugin new` was given a name that is not lower-case words joined by `-` | use a name such as acme-notes (at most 48 characters)
+invalid_plugin_name | `agentrt plugin new` was given a name that is not lower-case words joined by `-` or `_` | use a name such as acme-notes (at most 48 characters)
 plugin_name_taken | `agentrt plugin new` was given a name an installed plugin already registers | pick another name (`agentrt plugins` lists the taken ones)
 plugin_dir_not_empty | `agentrt plugin new` would write into a directory that is not empty (or a file) | give a new or empty directory
 plugin_write_failed | `agentrt plugin new` could not create a directory or write a file of the package | check the path and its permissions

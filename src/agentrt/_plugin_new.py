@@ -23,7 +23,7 @@ from .errors import AgentrtError
 
 __all__ = ["KINDS", "PluginNames", "plugin_names", "write_plugin"]
 
-_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+_NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 _MAX_NAME = 48
 
 
@@ -74,18 +74,19 @@ class PluginNames:
 
 
 def plugin_names(name: str) -> PluginNames:
-    """The names for a plugin ``name``; ``invalid_plugin_name`` unless it is lower-case words joined by ``-``."""
+    """The names for a plugin ``name``; ``invalid_plugin_name`` unless it is lower-case words joined by - or _."""
     if not isinstance(name, str) or len(name) > _MAX_NAME or not _NAME.match(name):
         raise AgentrtError(
             "invalid_plugin_name",
-            f"{name!r} is not a plugin name: lower-case letters and digits in words joined by '-', "
+            f"{name!r} is not a plugin name: lower-case letters and digits in words joined by '-' or '_', "
             f"starting with a letter, at most {_MAX_NAME} characters (e.g. acme-notes)",
         )
-    dist = name if name.startswith("agentrt-") else f"agentrt-{name}"
+    words = name.replace("_", "-")
+    dist = words if words.startswith("agentrt-") else f"agentrt-{words}"
     ident = name.replace("-", "_")
     return PluginNames(
         name=name, dist=dist, package=dist.replace("-", "_"), ident=ident,
-        cls="".join(part.capitalize() for part in name.split("-")), env=ident.upper(),
+        cls="".join(part.capitalize() for part in words.split("-")), env=ident.upper(),
     )
 
 
@@ -115,9 +116,10 @@ def write_plugin(kind: str, name: str, directory: Path | None = None, *, taken: 
     (also when a package of the name is importable), ``plugin_dir_not_empty``,
     ``plugin_write_failed``.
     """
-    spec = KINDS.get(kind)
+    spec = KINDS.get(kind.lower() if isinstance(kind, str) else kind)
     if spec is None:
         raise AgentrtError("unknown_plugin_kind", f"{kind!r} is not a plugin kind (one of {', '.join(KINDS)})")
+    kind = kind.lower()
     names = plugin_names(name)
     for candidate in sorted({names.name, names.capability(kind)}):
         if candidate in taken:

@@ -76,7 +76,8 @@ def test_the_package_installs_passes_its_test_and_is_listed(kind: str, tmp_path:
     [
         (["widget", "acme"], "unknown_plugin_kind"),
         (["dialect", "Acme"], "invalid_plugin_name"),
-        (["dialect", "acme_notes"], "invalid_plugin_name"),
+        (["dialect", "acme__notes"], "invalid_plugin_name"),
+        (["dialect", "acme-_notes"], "invalid_plugin_name"),
         (["dialect", "acme-"], "invalid_plugin_name"),
         (["tool", "acme--notes"], "invalid_plugin_name"),
         (["tool", "9lives"], "invalid_plugin_name"),
@@ -134,3 +135,6 @@ def test_the_names_a_plugin_gets() -> None:
         "agentrt-acme-notes-2", "agentrt_acme_notes_2", "acme_notes_2", "AcmeNotes2", "ACME_NOTES_2")
     assert names.capability("tool") == "acme_notes_2" and names.capability("sink") == "acme-notes-2"
     assert plugin_names("agentrt-acme").dist == "agentrt-acme"
+    snake = plugin_names("acme_notes")  # as tool names are often written
+    assert (snake.name, snake.dist, snake.package, snake.cls, snake.capability("tool")) == (
+        "acme_notes", "agentrt-acme-notes", "agentrt_acme_notes", "AcmeNotes", "acme_notes")
