@@ -209,14 +209,16 @@ async def test_a_dialect_no_longer_installed_replays_what_agentrt_made_and_says_
     assert "text_delta" not in {e["event"]["type"] for e in kept}
 
 
-async def _conversation(tmp_path: Path, launch: Any, prompts: Sequence[str]) -> tuple[list[Any], list[Any], Path]:
+async def _conversation(
+    tmp_path: Path, launch: Any, prompts: Sequence[str], resume: str | None = None
+) -> tuple[list[Any], list[Any], Path]:
     from agentrt import open_conversation
     from agentrt_sqlite.api import read_events
 
     db = tmp_path / "agentrt.db"
     recorder, collector = SqliteSink(db), _Collector()
     with trio.fail_after(120):
-        async with open_conversation(launch, parent_env=ENV, sinks=[recorder, collector],
+        async with open_conversation(launch, parent_env=ENV, sinks=[recorder, collector], resume=resume,
                                      first_output_timeout=None) as conv:
             for prompt in prompts:
                 await conv.ask(prompt)
@@ -235,3 +237,26 @@ async def test_an_awp_jsonl_conversation_replays_to_what_it_saw(tmp_path: Path) 
     kinds = [kind for kind, _, _, _ in read_records(path)]
     assert kinds.count(b"P") == 1 and kinds.count(b"I") >= 2 and b"O" in kinds
     assert orjson.loads(next(p for k, _, _, p in read_records(path) if k == b"P"))["replay"] == "decode"
+
+
+async def test_an_acp_conversation_with_a_loaded_session_replays_to_what_it_saw(tmp_path: Path) -> None:
+    """ACP (a real Python-SDK agent): its raw bytes are kept and every event is an E record, so a
+    resumed session's replayed history (shown live as replay events, not as new text) stays so."""
+    from agentrt import LaunchSpec
+
+    fixture = ROOT / "tests" / "dialects" / "fixtures" / "acp_agent.py"
+    path = tmp_path / "acp-agent"
+    path.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(fixture)!r}, run_name='__main__')\n")
+    path.chmod(0o700)
+    launch = LaunchSpec(executable=str(path), protocol="acp")
+    replayed, live, transcript = await _conversation(tmp_path, launch, ["hello", "extras"])
+    assert [e["event"] for e in replayed] == _forms([ev for _, _, ev in live])
+    assert any(type(ev).__name__ == "TextDelta" for _, _, ev in live)
+    session = next(ev.session_id for _, _, ev in live if type(ev).__name__ == "SessionStarted")
+    # Resumed: the agent replays the history first (live: replay/... raw events, no text deltas for it).
+    again, live_again, _ = await _conversation(tmp_path, launch, ["more"], resume=session)
+    assert [e["event"] for e in again] == _forms([ev for _, _, ev in live_again])
+    assert any(e["event"]["type"] == "raw" and e["event"]["name"].startswith("replay/") for e in again)
+    kinds = [kind for kind, _, _, _ in read_records(transcript)]
+    assert b"O" in kinds and b"I" in kinds  # the raw bytes both ways, all the same
+    assert orjson.loads(next(p for k, _, _, p in read_records(transcript) if k == b"P"))["replay"] == "events"
