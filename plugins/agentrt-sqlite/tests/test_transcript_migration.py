@@ -76,3 +76,21 @@ async def test_a_v5_database_migrates_once_and_its_history_reads_beside_new_tran
     assert db.execute("SELECT id, transcript FROM conversations ORDER BY started_at").fetchall() == [
         ("old", None), ("new", "new.atr")]
     db.close()
+
+
+async def test_a_failed_turn_keeps_its_message_in_the_index(tmp_path: Path) -> None:
+    from agentrt.events import TurnFailed
+
+    path = tmp_path / "agentrt.db"
+    _v5(path)
+    sink = SqliteSink(path, info=ConversationInfo(thread="proj", dialect="stream-json"))
+    await sink.handle(EventBatch(source="new", first_seq=0, mono=0.0, wall=200.0, events=(
+        TurnStarted(turn=1, prompt="q"), TurnFailed(code="api_error_500", message="the API said 500 \ud800"))))
+    await sink.aclose()
+    store = SqliteStore(path)
+    try:
+        turns = await store.thread_turns("proj")
+    finally:
+        await store.aclose()
+    # The web UI shows it from here; a turn recorded before v8 has none (its event has it).
+    assert [(t["code"], t["message"]) for t in turns] == [(None, None), ("api_error_500", "the API said 500 \ufffd")]

@@ -123,6 +123,8 @@ def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_fa
     page.reload()
     page.wait_for_selector(".error-bubble code")
     assert page.locator(".error-bubble code").all_inner_texts() == ["fixture_failure", "fixture_failure"]
+    # And their message, from the turn rows (no replay of the thread's transcripts for it).
+    assert all("the fixture failed on purpose" in t for t in page.locator(".error-bubble").all_inner_texts())
 
 
 def test_agent_markup_never_runs(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:

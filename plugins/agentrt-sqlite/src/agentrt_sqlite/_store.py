@@ -204,6 +204,8 @@ class SqliteStore(BotRows):
     ) -> list[dict[str, Any]]:
         """The thread's turns, oldest first, as dicts with the keys :data:`agentrt.threads.TURN_FIELDS`.
 
+        Also ``message``: a failed turn's message (``None`` for turns recorded before schema v8).
+
         ``limit`` keeps only the first ones (a title needs one turn, not all).
         ``reply_chars`` bounds each reply to its first that many characters
         (a page reads the rest with :meth:`reply_part`): each turn then also
@@ -220,7 +222,7 @@ class SqliteStore(BotRows):
                 "SELECT u.conversation_id, u.turn, u.prompt,"
                 " CASE WHEN ?1 < 0 THEN u.reply ELSE substr(u.reply, 1, ?1) END AS reply, u.outcome, u.code,"
                 " u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens,"
-                " u.started_at, u.duration, CASE WHEN ?1 < 0 THEN 0 ELSE length(u.reply) > ?1 END,"
+                " u.started_at, u.duration, u.message, CASE WHEN ?1 < 0 THEN 0 ELSE length(u.reply) > ?1 END,"
                 " u.reply_clipped, u.first_seq, u.last_seq, u.tx_end FROM turns u"
                 " JOIN conversations c ON u.conversation_id = c.id"
                 " JOIN threads t ON c.thread_id = t.id WHERE t.name = ?2 ORDER BY u.started_at, u.id LIMIT ?3",

@@ -186,14 +186,17 @@ class ChatManager:
     async def failure_messages(self, name: str, turns: list[Mapping[str, Any]]) -> dict[tuple[str, int], str]:
         """The messages of the thread's failed turns, by ``(conversation_id, turn)``, from its stored events.
 
-        The turn rows keep only the code; the ``turn_failed`` event has the message.  Read only when a
-        turn failed, and bounded: a very long thread may show some older failures by code alone.
+        A turn row recorded since the database's schema v8 has its message; for older ones the
+        ``turn_failed`` event has it, read only then, and bounded: a very long thread may show some older
+        failures by code alone.
         """
+        out: dict[tuple[str, int], str] = {
+            (t["conversation_id"], t["turn"]): str(t["message"])[:500]
+            for t in turns if t.get("outcome") == "failed" and t.get("message")}
         reader = getattr(self.store, "thread_events", None)
         if reader is None or not any(t.get("outcome") == "failed" and t.get("code") != "turn_cancelled"
-                                     for t in turns):
-            return {}
-        out: dict[tuple[str, int], str] = {}
+                                     and not t.get("message") for t in turns):
+            return out  # the turn rows have them (the store records a failed turn's message)
         current: dict[str, int] = {}
         after = 0
         for _page in range(_MESSAGE_PAGES):
