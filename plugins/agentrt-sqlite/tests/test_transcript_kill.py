@@ -131,3 +131,25 @@ async def test_sigkill_loop_index_and_transcript_never_disagree(tmp_path: Path) 
     # A run killed within its first commit interval may have left no turn row yet (its transcript has it).
     assert ended >= 1 and ended + cut <= 5
     assert kills >= 1  # at least one run was killed mid-turn (the reply is 2 MB; a run that ends first is rare)
+
+
+async def test_prune_removes_a_transcript_no_row_names_once_it_is_old(tmp_path: Path) -> None:
+    """What a run killed in its first commit interval leaves: a file the index never named."""
+    from agentrt_sqlite._store import SqliteStore
+
+    agent = _tape(tmp_path, 10)
+    assert await _run(tmp_path, agent, None) == 0
+    directory = tmp_path / "transcripts"
+    [kept] = list(directory.glob("*.atr"))
+    old, fresh = directory / "orphan-old.atr", directory / "orphan-fresh.atr"
+    for path in (old, fresh):
+        path.write_bytes(kept.read_bytes()[:200])
+    os.utime(old, (1e9, 1e9))  # untouched for years
+    os.utime(kept, (1e9, 1e9))  # named by its conversation: never an orphan, however old the file
+    store = SqliteStore(tmp_path / "k.db")
+    try:
+        report = await store.prune(max_age_days=365 * 100)
+    finally:
+        await store.aclose()
+    assert report.conversations == 0 and report.transcripts == 1
+    assert sorted(p.name for p in directory.glob("*.atr")) == sorted([kept.name, fresh.name])

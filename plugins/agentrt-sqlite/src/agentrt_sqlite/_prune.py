@@ -14,7 +14,8 @@ from pathlib import Path
 
 import attrs
 
-from ._reading import transcript_of
+from ._reading import database_file, transcript_of
+from ._transcript import transcript_dir
 
 __all__ = ["PruneReport", "RUNNING_GRACE", "prune"]
 
@@ -61,6 +62,31 @@ def _transcript_size(path: Path | None) -> int:
         return 0
 
 
+def _orphans(db: sqlite3.Connection, named: set[Path], now: float) -> int:
+    """Remove transcript files no conversation row names, untouched for :data:`RUNNING_GRACE`; how many.
+
+    Such a file is left by a run killed before its first index commit (its
+    first 20 ms); one written to recently may belong to a run that is just
+    starting, so it stays.
+    """
+    directory = transcript_dir(database_file(db))
+    try:
+        candidates = [p for p in directory.glob("*.atr") if p not in named]
+    except OSError:
+        return 0
+    known = {r[0] for r in db.execute("SELECT transcript FROM conversations WHERE transcript IS NOT NULL")}
+    count = 0
+    for path in candidates:
+        try:
+            if path.name in known or path.stat().st_mtime > now - RUNNING_GRACE:
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        count += 1
+    return count
+
+
 def _transcripts(db: sqlite3.Connection) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for (cid,) in db.execute("SELECT id FROM conversations WHERE transcript IS NOT NULL").fetchall():
@@ -80,7 +106,9 @@ def prune(
     use and the transcript files; after a removal the database is compacted
     (``VACUUM``), so the file then has that size.  Transcript files go after
     the rows that name them are gone (a crash between leaves a file no row
-    names, never a row without its file).  A conversation possibly still recording (no end, started
+    names, never a row without its file).  A transcript no row names (a run
+    killed within its first commit interval) goes once untouched for
+    :data:`RUNNING_GRACE`.  A conversation possibly still recording (no end, started
     within :data:`RUNNING_GRACE`) is never removed, so a limit smaller than
     those alone is not reached.
     """
@@ -119,6 +147,7 @@ def prune(
         if cid in files:
             files.pop(cid).unlink(missing_ok=True)
             removed["transcripts"] += 1
+    removed["transcripts"] += _orphans(db, set(files.values()), now)
     compacted = False
     if chosen:
         try:
