@@ -19,12 +19,12 @@ import trio
 
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, ToolCallsChunk, UsageChunk
-from ._provider_suite import _Case, _collect, _json, _request, close_twice
+from ._provider_common import Case, close_twice, collect, json_of, request
 
 __all__ = ["check_any_provider"]
 
 
-def make_provider(factory: Any, env: Mapping[str, str], case: _Case) -> Provider:
+def make_provider(factory: Any, env: Mapping[str, str], case: Case) -> Provider:
     """A provider from ``factory``: a provider itself, a factory of the agent's env, or of nothing."""
     if not isinstance(factory, type) and callable(getattr(factory, "stream", None)):
         return factory  # type: ignore[no-any-return]
@@ -45,21 +45,21 @@ def make_provider(factory: Any, env: Mapping[str, str], case: _Case) -> Provider
 
 async def check_any_provider(factory: Any, env: Mapping[str, str], label: str, hang_after: float) -> None:
     """The checks of :func:`check_provider` that hold for whatever the provider replies."""
-    case = _Case("plain request", label)
+    case = Case("plain request", label)
     provider = make_provider(factory, env, case)
-    async with _closed_after(provider, _Case("aclose", label), hang_after):
+    async with _closed_after(provider, Case("aclose", label), hang_after):
         for name, tools in (("plain request", False), ("request offering tools", True), ("second request", False)):
-            case = _Case(name, label)
+            case = Case(name, label)
             await _ask(provider, case, tools, hang_after)
     for how in ("closed early", "cancelled after its first chunk"):
-        case = _Case(f"stream {how}", label)
+        case = Case(f"stream {how}", label)
         provider = make_provider(factory, env, case)
         async with _closed_after(provider, case, hang_after):
             await _stop_after_first(provider, case, how, hang_after)
 
 
 @asynccontextmanager
-async def _closed_after(provider: Provider, case: _Case, hang_after: float) -> AsyncIterator[None]:
+async def _closed_after(provider: Provider, case: Case, hang_after: float) -> AsyncIterator[None]:
     try:
         yield
     except BaseException:
@@ -69,9 +69,9 @@ async def _closed_after(provider: Provider, case: _Case, hang_after: float) -> A
     await close_twice(provider, case, hang_after)
 
 
-async def _ask(provider: Provider, case: _Case, tools: bool, hang_after: float) -> None:
+async def _ask(provider: Provider, case: Case, tools: bool, hang_after: float) -> None:
     try:
-        await _collect(provider, _request(tools), case, hang_after)
+        await collect(provider, request(tools), case, hang_after)
     except AgentrtError as exc:
         raise case.fail(f"raised {exc.code}: {exc.detail}") from None
     except AssertionError:
@@ -90,13 +90,13 @@ async def _ask(provider: Provider, case: _Case, tools: bool, hang_after: float) 
     for call in calls:
         if not isinstance(call.name, str) or not call.name:
             raise case.fail(f"a tool call has the name {call.name!r}")
-        _json(call.arguments, case)
+        json_of(call.arguments, case)
 
 
-async def _stop_after_first(provider: Provider, case: _Case, how: str, hang_after: float) -> None:
+async def _stop_after_first(provider: Provider, case: Case, how: str, hang_after: float) -> None:
     with trio.move_on_after(hang_after) as guard, trio.CancelScope() as scope:
         try:
-            async with aclosing(provider.stream(_request(False))) as chunks:  # type: ignore[type-var]
+            async with aclosing(provider.stream(request(False))) as chunks:  # type: ignore[type-var]
                 async for _chunk in chunks:
                     if how == "closed early":
                         break

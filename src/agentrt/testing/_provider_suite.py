@@ -20,45 +20,37 @@ bound after which a hang is reported as one.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
-import re
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import cast
 
 import attrs
-import trio
 
-from .._exceptions import collapse_single_group
 from ..errors import AgentrtError
 from ..events import Usage
 from ..provider import (
     FinishChunk,
     Provider,
-    ProviderChunk,
-    ProviderRequest,
-    ReasoningChunk,
     TextChunk,
     ToolCall,
     ToolCallsChunk,
-    ToolSchema,
     UsageChunk,
 )
-from ._provider_stall import serve_stall
+from ._provider_common import (
+    MODEL,
+    PROMPT,
+    SECRET,
+    Case,
+    check_error,
+    collect,
+    json_of,
+    provider_for,
+    request,
+)
+from ._provider_stall import check_streaming_and_close
 from ._replay import ReplayRequest, ReplayResponse, serve_replay
 
 __all__ = ["check_provider", "ScriptedReply", "SCRIPTED_REPLIES"]
-
-#: What error bodies carry that no error detail may repeat.
-SECRET = "sk-checkprovider-0123456789abcdefSECRET"
-MODEL = "check-provider-model"
-PROMPT = "check_provider asks: say hello"
-_CODE = re.compile(r"^[a-z][a-z0-9_]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_MAX_DETAIL = 2000
-_CHUNK_TYPES = (TextChunk, ReasoningChunk, ToolCallsChunk, UsageChunk, FinishChunk)
 
 
 @attrs.frozen(kw_only=True)
@@ -95,23 +87,6 @@ TOOL_REPLY = ScriptedReply(
 #: The replies the suite asks ``render`` for (truncated copies of them too).
 SCRIPTED_REPLIES: tuple[ScriptedReply, ...] = (TEXT_REPLY, TOOL_REPLY)
 
-_TOOLS = (
-    ToolSchema(name="get_weather", description="The weather in a city.",
-               parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    ToolSchema(name="get_time", description="The time in a zone.",
-               parameters={"type": "object", "properties": {"zone": {"type": "string"}}}),
-)
-
-
-def _request(tools: bool) -> ProviderRequest:
-    return ProviderRequest(
-        model=MODEL,
-        messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": PROMPT}),
-        tools=_TOOLS if tools else (),
-        idempotency_key="check-provider-key-1",
-    )
-
-
 def _error_body(status: int, _request: ReplayRequest) -> ReplayResponse:
     message = f"refused: key {SECRET} is not valid\x1b[2J\n(second line)"
     headers = (("retry-after", "0"),) if status in (429, 503) else ()
@@ -122,18 +97,6 @@ def _error_body(status: int, _request: ReplayRequest) -> ReplayResponse:
 def _without_length(response: ReplayResponse, chunks: tuple[bytes, ...]) -> ReplayResponse:
     headers = tuple((k, v) for k, v in response.headers if k.lower() != "content-length")
     return attrs.evolve(response, headers=headers, chunks=chunks)
-
-
-@attrs.define
-class _Case:
-    """One scenario: its name and the provider's label (for messages), the chunks it yielded so far."""
-
-    name: str
-    label: str
-    chunks: list[ProviderChunk] = attrs.Factory(list)
-
-    def fail(self, what: str) -> AssertionError:
-        return AssertionError(f"check_provider({self.label}) {self.name}: {what}")
 
 
 async def check_provider(
@@ -180,7 +143,7 @@ async def check_provider(
     """
     label = getattr(factory, "__name__", type(factory).__name__)
     if render is None:
-        from ._provider_generic import check_any_provider  # it builds on this module's helpers
+        from ._provider_generic import check_any_provider  # it builds on the suite's request and checks
 
         await check_any_provider(factory, env if isinstance(env, Mapping) else {}, label, hang_after)
         return
@@ -211,58 +174,8 @@ async def _check_scripted(factory: Callable[[Mapping[str, str]], Provider],
         ("reply cut short (complete=False)", lambda _req: cut),
     ]
     for name, script in failures:
-        await _check_failure(factory, env, _Case(name, label), script, hang_after)
-    await _check_streaming_and_close(factory, env, label, text, hang_after)
-
-
-@asynccontextmanager
-async def _provider(factory: Callable[[Mapping[str, str]], Provider], url: str, case: _Case,
-                    env: Callable[[str], Mapping[str, str]], hang_after: float) -> AsyncIterator[Provider]:
-    try:
-        provider = factory(dict(env(url)))
-    except AgentrtError as exc:
-        raise case.fail(f"the factory refused the env for {url}: {exc.code}: {exc.detail}") from None
-    except Exception as exc:
-        raise case.fail(f"the factory raised a raw {type(exc).__name__} for the env of {url}") from exc
-    if provider is None or not callable(getattr(provider, "stream", None)):
-        raise case.fail(f"the factory returned {provider!r}, not a provider with stream()")
-    try:
-        yield provider
-    except BaseException:
-        with contextlib.suppress(Exception):  # the failure already found is the one to report
-            await close_twice(provider, case, hang_after)
-        raise
-    await close_twice(provider, case, hang_after)
-
-
-async def close_twice(provider: Provider, case: _Case, hang_after: float) -> None:
-    """``aclose()`` twice, shielded as the agent calls it and bounded; a hang or a raw exception fails ``case``."""
-    for attempt in ("first", "second"):
-        with trio.CancelScope(shield=True), trio.move_on_after(hang_after) as scope:
-            try:
-                await provider.aclose()
-            except Exception as exc:
-                raise case.fail(f"the {attempt} aclose() raised a raw {type(exc).__name__}") from exc
-        if scope.cancelled_caught:
-            raise case.fail(f"the {attempt} aclose() did not return within {hang_after:g} s")
-
-
-async def _collect(provider: Provider, request: ProviderRequest, case: _Case, hang_after: float) -> None:
-    """Stream ``request`` into ``case.chunks``; a hang or a raw exception fails the case."""
-    stream = provider.stream(request)
-    if not callable(getattr(stream, "aclose", None)):
-        raise case.fail("stream() must return an async generator (or an iterator with aclose())")
-    with trio.move_on_after(hang_after) as scope:
-        async with aclosing(stream) as chunks:  # type: ignore[type-var]
-            async for chunk in chunks:
-                if not isinstance(chunk, _CHUNK_TYPES):
-                    raise case.fail(f"yielded {chunk!r}, not a ProviderChunk")
-                finished = any(isinstance(c, FinishChunk) for c in case.chunks)
-                if finished and not isinstance(chunk, UsageChunk):
-                    raise case.fail(f"yielded {type(chunk).__name__} after its FinishChunk")
-                case.chunks.append(chunk)
-    if scope.cancelled_caught:
-        raise case.fail(f"the stream did not end within {hang_after:g} s")
+        await _check_failure(factory, env, Case(name, label), script, hang_after)
+    await check_streaming_and_close(factory, env, label, text, hang_after)
 
 
 async def _check_reply(factory: Callable[[Mapping[str, str]], Provider], render: Callable[[ScriptedReply],
@@ -270,14 +183,14 @@ async def _check_reply(factory: Callable[[Mapping[str, str]], Provider], render:
                        *, tools: bool, usage: bool, hang_after: float) -> None:
     """The reply, asked for twice of one provider (the agent keeps one for every round of a turn)."""
     name = "tool-call reply" if reply.tool_calls else "text reply"
-    case = _Case(name, label)
+    case = Case(name, label)
     response = render(reply)
-    async with serve_replay(lambda _req: response) as server, _provider(factory, server.url, case, env,
+    async with serve_replay(lambda _req: response) as server, provider_for(factory, server.url, case, env,
                                                                         hang_after) as provider:
         for attempt in (1, 2):
-            case = _Case(name if attempt == 1 else f"{name}, asked again of the same provider", label)
+            case = Case(name if attempt == 1 else f"{name}, asked again of the same provider", label)
             try:
-                await _collect(provider, _request(tools), case, hang_after)
+                await collect(provider, request(tools), case, hang_after)
             except AgentrtError as exc:
                 raise case.fail(f"raised {exc.code}: {exc.detail}") from None
             except AssertionError:
@@ -294,7 +207,7 @@ async def _check_reply(factory: Callable[[Mapping[str, str]], Provider], render:
             _check_chunks(case, reply, usage=usage)
 
 
-def _check_chunks(case: _Case, reply: ScriptedReply, *, usage: bool) -> None:
+def _check_chunks(case: Case, reply: ScriptedReply, *, usage: bool) -> None:
     chunks = case.chunks
     text = "".join(c.text for c in chunks if isinstance(c, TextChunk))
     if text != "".join(reply.text):
@@ -305,8 +218,8 @@ def _check_chunks(case: _Case, reply: ScriptedReply, *, usage: bool) -> None:
     if not (finishes[0].reason is None or isinstance(finishes[0].reason, str)):
         raise case.fail(f"FinishChunk.reason is {finishes[0].reason!r}, not a str or None")
     calls = [call for c in chunks if isinstance(c, ToolCallsChunk) for call in c.calls]
-    got = [(call.name, _json(call.arguments, case)) for call in calls]
-    want = [(call.name, _json(call.arguments, case)) for call in reply.tool_calls]
+    got = [(call.name, json_of(call.arguments, case)) for call in calls]
+    want = [(call.name, json_of(call.arguments, case)) for call in reply.tool_calls]
     if got != want:
         raise case.fail(f"tool calls (name, arguments) are {got!r}, not {want!r}")
     ids = [call.id for call in calls]
@@ -320,20 +233,13 @@ def _check_chunks(case: _Case, reply: ScriptedReply, *, usage: bool) -> None:
             raise case.fail(f"usage is {last!r}, not {reply.usage!r}")
 
 
-def _json(text: str, case: _Case) -> Any:
-    try:
-        return json.loads(text or "{}")
-    except ValueError:
-        raise case.fail(f"tool call arguments {text[:80]!r} are not JSON") from None
-
-
 async def _check_failure(factory: Callable[[Mapping[str, str]], Provider], env: Callable[[str], Mapping[str, str]],
-                         case: _Case, script: Callable[[ReplayRequest], ReplayResponse], hang_after: float) -> None:
-    async with serve_replay(script) as server, _provider(factory, server.url, case, env, hang_after) as provider:
+                         case: Case, script: Callable[[ReplayRequest], ReplayResponse], hang_after: float) -> None:
+    async with serve_replay(script) as server, provider_for(factory, server.url, case, env, hang_after) as provider:
         try:
-            await _collect(provider, _request(False), case, hang_after)
+            await collect(provider, request(False), case, hang_after)
         except AgentrtError as exc:
-            _check_error(case, exc)
+            check_error(case, exc)
         except AssertionError:
             raise
         except Exception as exc:
@@ -344,76 +250,3 @@ async def _check_failure(factory: Callable[[Mapping[str, str]], Provider], env: 
         raise case.fail("yielded a FinishChunk before failing")
 
 
-def _check_error(case: _Case, exc: AgentrtError) -> None:
-    if not isinstance(exc.code, str) or not _CODE.match(exc.code):
-        raise case.fail(f"error code {exc.code!r} is not a stable snake_case code")
-    detail = exc.detail if isinstance(exc.detail, str) else ""
-    if SECRET in str(exc) or SECRET in detail:
-        raise case.fail(f"the error ({exc.code}) repeats a secret from the response body")
-    if len(detail) > _MAX_DETAIL:
-        raise case.fail(f"the error detail ({exc.code}) is {len(detail)} characters long (at most {_MAX_DETAIL})")
-    if _CONTROL.search(detail):
-        raise case.fail(f"the error detail ({exc.code}) has raw control characters: {detail[:120]!r}")
-
-
-async def _check_streaming_and_close(factory: Callable[[Mapping[str, str]], Provider],
-                                     env: Callable[[str], Mapping[str, str]], label: str,
-                                     text: ReplayResponse, hang_after: float) -> None:
-    if len(text.chunks) < 2:
-        raise AssertionError(
-            f"check_provider({label}): render(reply) must give one chunk per wire event (got one chunk "
-            "for a reply of several fragments), so that the suite can hold the rest back"
-        )
-    for how in ("closed early", "cancelled mid-reply", "cancelled before the reply"):
-        case = _Case(f"stream {how}", label)
-        async with AsyncExitStack() as stack:
-            server = await stack.enter_async_context(serve_stall(None if "before" in how else text, send=1))
-            provider = await stack.enter_async_context(_provider(factory, server.url, case, env, hang_after))
-            with trio.move_on_after(hang_after) as guard:
-                await _stream_then_stop(provider, case, how, server.requested)
-            if guard.cancelled_caught:
-                raise case.fail(
-                    "no text arrived while the rest of the reply was held back: yield each chunk as it arrives"
-                    if "before" not in how else f"the stream did not stop within {hang_after:g} s of the cancel"
-                )
-            with trio.move_on_after(hang_after) as guard:
-                await server.closed.wait()
-            if guard.cancelled_caught:
-                raise case.fail(f"the connection was still open {hang_after:g} s after the stream was {how}")
-
-
-async def _stream_then_stop(provider: Provider, case: _Case, how: str, requested: trio.Event) -> None:
-    """Read up to the first text (or, before any reply, until the request arrived), then stop as ``how`` says."""
-
-    async def cancel_on_request(scope: trio.CancelScope) -> None:
-        await requested.wait()
-        scope.cancel()
-
-    # A failure raised inside the nursery leaves it as itself, not wrapped in a group.
-    with trio.CancelScope() as scope, collapse_single_group():
-        async with trio.open_nursery() as nursery:
-            if "before" in how:
-                nursery.start_soon(cancel_on_request, scope)
-            await _read_first_text(provider, case, how, scope)
-            nursery.cancel_scope.cancel()
-    if how != "closed early" and not scope.cancelled_caught:
-        raise case.fail("the stream swallowed the cancellation")
-
-
-async def _read_first_text(provider: Provider, case: _Case, how: str, scope: trio.CancelScope) -> None:
-    try:
-        async with aclosing(provider.stream(_request(False))) as chunks:  # type: ignore[type-var]
-            async for chunk in chunks:
-                if isinstance(chunk, FinishChunk):
-                    raise case.fail("finished although the server held the rest of the reply back")
-                if isinstance(chunk, TextChunk) and chunk.text:
-                    if how == "closed early":
-                        return  # leaving the block closes the stream
-                    scope.cancel()
-                    await trio.sleep_forever()  # the cancel arrives here
-    except AgentrtError as exc:
-        raise case.fail(f"raised {exc.code} instead of stopping quietly: {exc.detail}") from None
-    except AssertionError:
-        raise
-    except Exception as exc:
-        raise case.fail(f"raised a raw {type(exc).__name__} instead of stopping quietly") from exc
