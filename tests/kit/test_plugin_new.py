@@ -138,3 +138,12 @@ def test_the_names_a_plugin_gets() -> None:
     snake = plugin_names("acme_notes")  # as tool names are often written
     assert (snake.name, snake.dist, snake.package, snake.cls, snake.capability("tool")) == (
         "acme_notes", "agentrt-acme-notes", "agentrt_acme_notes", "AcmeNotes", "acme_notes")
+
+
+def test_a_broken_installed_plugin_does_not_stop_writing_one(tmp_path: Path) -> None:
+    # `agentrt plugins` reports the broken one; writing a new package is no reason to fail.
+    out = _agentrt("plugin", "new", "sink", "acme-log", cwd=tmp_path, AGENTRT_PLUGIN_MODULES="agentrt_no_such_module")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "agentrt-acme-log" / "src" / "agentrt_acme_log" / "_sink.py").is_file()
+    listed = _agentrt("plugins", cwd=tmp_path, AGENTRT_PLUGIN_MODULES="agentrt_no_such_module")
+    assert listed.returncode == 2 and "plugin_load_failed" in listed.stderr
