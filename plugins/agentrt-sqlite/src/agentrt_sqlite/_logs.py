@@ -11,7 +11,7 @@ from typing import Any
 
 from ._reading import turn_texts
 
-__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "reply_slice", "list_approvals",
+__all__ = ["APPROVAL_FIELDS", "LOG_FIELDS", "fts_query", "full_reply", "reply_head", "reply_slice", "list_approvals",
            "record_approval", "search_turns", "latest_conversation"]
 
 #: The keys of each mapping :func:`search_turns` returns.
@@ -39,6 +39,25 @@ def full_reply(
     keeps every byte.
     """
     return "".join(turn_texts(db, conversation_id, first_seq, last_seq, tx_end))
+
+
+def reply_head(
+    db: sqlite3.Connection, conversation_id: str, first_seq: int, last_seq: int | None, tx_end: int | None,
+    chars: int,
+) -> tuple[str, bool]:
+    """The first ``chars`` characters of a turn's reply from its transcript, and whether more follow.
+
+    The replay stops as soon as it has them (and one more character, to know).
+    """
+    pieces: list[str] = []
+    size = 0
+    for text in turn_texts(db, conversation_id, first_seq, last_seq, tx_end):
+        if size + len(text) > chars:
+            pieces.append(text[: chars - size])
+            return "".join(pieces), True
+        pieces.append(text)
+        size += len(text)
+    return "".join(pieces), False
 
 
 def reply_slice(

@@ -102,15 +102,14 @@ def _loads(data: bytes) -> Any:
         return json.loads(data)  # a lone surrogate, kept as its escape: orjson refuses it
 
 
-def _marks(path: Path, end: int | None) -> dict[int, tuple[int, Any, float, float]]:
-    # The E events by sequence number: (eats, JSON form, wall, seconds from the start).
-    marks: dict[int, tuple[int, Any, float, float]] = {}
+def _marks(path: Path, end: int | None) -> Iterator[tuple[int, int, Any, float, float]]:
+    # The E events in order of their sequence numbers (the sink writes them so), read lazily:
+    # (seq, eats, JSON form, wall, seconds from the start).  One record (a batch) at a time in memory.
     for _kind, ms, _at, payload in read_records(path, 0, end, kinds=b"E"):
         record = _loads(payload)
         wall = float(record["wall"])
         for seq, eat, event in record["events"]:
-            marks[int(seq)] = (int(eat), event, wall, ms / 1000)
-    return marks
+            yield int(seq), int(eat), event, wall, ms / 1000
 
 
 def replay(
@@ -120,22 +119,27 @@ def replay(
 
     ``end`` stops at that offset (a turn's ``tx_end``).  A dialect that is not
     installed any more yields the ``E`` events only, then an
-    ``invalid_cli_protocol`` diagnostic saying so.
+    ``invalid_cli_protocol`` diagnostic saying so.  Streams: the ``E`` records
+    and the output are read side by side, so the memory a replay takes is a
+    record's, whatever the transcript's size, and a reader that stops early
+    reads no further.
     """
     header = read_header(path)
     wall0 = float(header.get("wall") or 0.0)
     marks = _marks(path, end)
+    mark = next(marks, None)
     seq = 0
     eat = 0
     missing: set[str] = set()
 
     def put(event: Event, ms: int) -> Iterator[dict[str, Any]]:
-        nonlocal seq, eat
-        while seq in marks:
-            eats, data, wall, mono = marks.pop(seq)
-            yield {"source": source, "seq": seq, "mono": mono, "wall": wall, "event": data}
-            seq += 1
+        nonlocal seq, eat, mark
+        while mark is not None and mark[0] <= seq:
+            at, eats, data, wall, mono = mark
+            yield {"source": source, "seq": at, "mono": mono, "wall": wall, "event": data}
+            seq = max(seq, at + 1)
             eat += eats
+            mark = next(marks, None)
         if eat:  # the live stream has the rules' diagnostic in this event's place
             eat -= 1
             return
@@ -164,9 +168,10 @@ def replay(
         for event in events:
             if type(event) in BULK:
                 yield from put(event, ms)
-    for s in sorted(marks):
-        _eats, data, wall, mono = marks[s]
-        yield {"source": source, "seq": s, "mono": mono, "wall": wall, "event": data}
+    while mark is not None:
+        at, _eats, data, wall, mono = mark
+        yield {"source": source, "seq": at, "mono": mono, "wall": wall, "event": data}
+        mark = next(marks, None)
     for dialect in sorted(missing):
         detail = f"the dialect {dialect[:64]!r} is not installed: only the events agentrt made itself are shown"
         yield {"source": source, "seq": None, "mono": None, "wall": None,

@@ -212,7 +212,7 @@ class SqliteStore(BotRows):
         has ``reply_more``, true when the reply goes on, and no reply is read
         whole, so the memory a thread costs is bounded however long its replies.
         """
-        from ._logs import full_reply
+        from ._logs import full_reply, reply_head
 
         cap = -1 if limit is None else max(0, int(limit))
         chars = -1 if reply_chars is None else max(0, int(reply_chars))
@@ -235,6 +235,10 @@ class SqliteStore(BotRows):
                 longer, clipped, first_seq, last_seq, tx_end = r[-5:]
                 if reply_chars is not None:
                     turn["reply_more"] = bool(longer or clipped)
+                    if clipped and len(turn["reply"] or "") < chars:
+                        # The row holds less than a part: the part comes from the transcript (read no further).
+                        turn["reply"], turn["reply_more"] = reply_head(
+                            db, turn["conversation_id"], first_seq, last_seq, tx_end, chars)
                 elif clipped:  # the column has the first part only: read the whole from the transcript
                     turn["reply"] = full_reply(db, turn["conversation_id"], first_seq, last_seq, tx_end)
                 out.append(turn)
