@@ -7,7 +7,9 @@ reasoning config options.  Its switches go to the hosted agent, which the
 model calls prove (the fake APIs see the chosen model).  A tool the agent asks
 for is asked of the client; its answers (allow, always, deny) decide and are
 in ``agentrt logs --approvals`` as ``run`` records them.  ``session/load`` in
-a new bridge resumes the hosted agent's own session.
+a new bridge resumes the hosted agent's own session.  ``session/cancel``
+mid-reply answers the prompt ``cancelled``, the session goes on, and no process
+of the hosted agent's group outlives the bridge.
 """
 
 from __future__ import annotations
@@ -163,3 +165,45 @@ async def test_session_load_in_a_new_bridge_resumes_the_hosted_session(tmp_path:
     assert second.get("result", {}).get("stopReason") == "end_turn", second
     assert client.text() == "Second answer."
     assert "remember this" in json.dumps(api.requests[-1][1])  # the hosted agent's own history went along
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@peers
+async def test_session_cancel_mid_reply_answers_cancelled_and_leaves_no_process(tmp_path: Path, peer: Peer) -> None:
+    work = _work(tmp_path)
+    with fake_api(peer, reply="A long reply the client stops.", hold=True) as api:
+        env = _env(peer, tmp_path, api.url)
+        try:
+            with trio.fail_after(BOUND * 2):  # hang guard only
+                async with line_client(BRIDGE, env, work) as client:
+                    sid = (await client.open(work))["result"]["sessionId"]
+                    agents = _children(client.proc.pid)  # the hosted agent, started for the session
+                    assert agents, "no hosted agent under the bridge"
+                    stopped = await client.prompt_then_cancel(sid, "talk")
+                    api.release()  # the next reply streams whole
+                    again = await client.request("session/prompt", _prompt(sid, "still there?"))
+        finally:
+            api.release()
+    assert stopped.get("result") == {"stopReason": "cancelled"}, stopped
+    assert "result" in again, again  # the session goes on after the cancel
+    assert all(_group_gone(pid) for pid in agents), "a process of the hosted agent's group outlived the bridge"
