@@ -72,6 +72,16 @@ def test_the_examples_are_listed_with_what_they_provide(site: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_each_examples_hooks_module_is_thin(name: str, site: Path) -> None:
+    package = name.replace("-", "_")
+    probe = f"import sys, {package}; loaded = sorted(m for m in sys.modules if m.startswith('{package}.')); " \
+            "assert not loaded, loaded"
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(PYTHONPATH=str(site)), capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_each_examples_own_test_passes(name: str, site: Path, tmp_path: Path) -> None:
     tests = tmp_path / "tests"
     shutil.copytree(EXAMPLES / name / "tests", tests)

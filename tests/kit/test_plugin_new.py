@@ -60,6 +60,14 @@ def test_the_package_installs_passes_its_test_and_is_listed(kind: str, tmp_path:
     assert info[CAPABILITY[kind]] == [names.capability(kind)]
     assert info["hooks"] == [f"agentrt_register_{CAPABILITY[kind]}"]
 
+    # The hooks module is thin: importing it loads none of the package's implementation modules.
+    module = names.package
+    probe = f"import sys, {module}; loaded = sorted(m for m in sys.modules if m.startswith('{module}.')); " \
+            "assert not loaded, loaded"
+    thin = subprocess.run([sys.executable, "-c", probe], env=_env(PYTHONPATH=str(site)), capture_output=True,
+                          text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert thin.returncode == 0, thin.stderr
+
     # Its own test, against the installed distribution (the source tree is not on the path).
     tests = package / "tests"
     ran = subprocess.run(
