@@ -4,9 +4,10 @@ Codex (``codex-acp``).
 The real peer asks for a shell tool (the fake model API calls for ``touch``);
 ``run`` and ``chat`` ask the user on the terminal; the answer ``a`` (always)
 lets the tool run, and ``agentrt logs --approvals`` records it ``user:always``.
-An answer ``n`` refuses it (the file never appears), recorded ``user``.  Waits
-are on the screen's content and the recorded exit status; the bounds are hang
-guards.
+An answer ``n`` refuses it (the file never appears), recorded ``user``.
+Ctrl-C in ``chat`` mid-reply (the fake API holding the rest) ends the turn
+with one ``turn_cancelled`` and the chat goes on.  Waits are on the screen's
+content and the recorded exit status; the bounds are hang guards.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 POLL = 0.1  # how often the screen is read while waiting for a change on it
 peers = pytest.mark.parametrize("peer", PEER_LIST, ids=lambda p: p.name)
 
-# Runs the command in the terminal's foreground and records its exit status (tmux may not keep it).
+# Runs the command in the terminal's foreground and records its exit status (tmux may not keep it);
+# it survives the Ctrl-C meant for the command (exec resets the handler in the child).
 RECORD = """
-import os, subprocess, sys
+import os, signal, subprocess, sys
+signal.signal(signal.SIGINT, lambda *_: None)
 code = subprocess.call(sys.argv[2:])
 with open(sys.argv[1] + ".tmp", "w") as f:
     f.write(str(code))
@@ -144,3 +147,37 @@ async def test_chat_asks_on_the_terminal_and_a_runs_the_tool(tmp_path: Path, pee
                           timeout=BOUND, check=True).stdout
     rows = [json.loads(line) for line in logs.splitlines() if line.strip()]
     assert [(r["decision"], r["by"]) for r in rows] == [("allow", "user:always")], rows
+
+
+@peers
+async def test_chat_ctrl_c_mid_reply_cancels_the_turn_and_the_chat_goes_on(tmp_path: Path, peer: Peer) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    record = tmp_path / "record.py"
+    record.write_text(RECORD)
+    status = tmp_path / "chat.status"
+    with fake_api(peer, reply="A long reply the user stops.", hold=True) as api:
+        env = _env(peer, tmp_path, api.url)
+        argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, str(record), str(status),
+                AGENTRT, "chat"]  # fmt: skip
+        tmux = _Tmux(tmp_path)
+        try:
+            with trio.fail_after(BOUND):  # hang guard only
+                await tmux.run("-u", "new-session", "-d", "-x", "80", "-y", "24", "-c", str(work), "-s", "run", *argv)
+                await tmux.wait_text("/help for commands")
+                await tmux.run("send-keys", "-t", "run", "talk", "Enter")
+                await tmux.wait_text("A long")  # the first piece; the fake API holds the rest
+                await tmux.run("send-keys", "-t", "run", "C-c")
+                screen = await tmux.wait_text("[turn_cancelled]")
+                assert screen.count("[turn_cancelled]") == 1, screen
+                api.release()
+                await tmux.run("send-keys", "-t", "run", "again", "Enter")
+                await tmux.wait_text("A long reply the user stops.")  # the chat went on: a whole reply
+                await tmux.run("send-keys", "-t", "run", "C-d")
+                while not status.exists():
+                    await trio.sleep(POLL)
+        finally:
+            api.release()
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await tmux.run("kill-server", check=False)  # gone already once the command ended
+    assert int(status.read_text()) == 0
