@@ -135,7 +135,9 @@ async def forward(conv: Any, method: str, params: Mapping[str, Any]) -> dict[str
     """
     codec = hosted_codec(conv)
     proc = conv.process
-    sent = codec.forward(method, params) if codec is not None and proc is not None else None
+    sent = None
+    if codec is not None and proc is not None and not proc.exited.is_set():
+        sent = codec.forward(method, params)
     if sent is None:
         raise AgentrtError("session_not_open", "the hosted agent has no open session; send a prompt first")
     line, slot = sent
