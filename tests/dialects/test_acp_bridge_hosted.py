@@ -93,3 +93,48 @@ def test_a_forwarded_switchs_error_is_relayed_as_the_agent_gave_it() -> None:
     (ok,) = codec.answer_forwarded("model", 8, "b", {"jsonrpc": "2.0", "id": 4, "result": {}})
     assert ok == {"jsonrpc": "2.0", "id": 8, "result": {}}
     assert codec.options.fields()["models"]["currentModelId"] == "b"
+
+
+def test_the_set_up_requests_follow_what_the_agent_offers() -> None:
+    from agentrt_acp._setup import setup_requests
+
+    listed = {"models": {"availableModels": [{"modelId": "a"}], "currentModelId": "a"}}
+    grouped = {"configOptions": [
+        {"id": "effort", "category": "thought_level", "options": [{"value": "low"}]},
+        {"id": "m", "category": "model", "currentValue": "x",
+         "options": [{"group": "fast", "name": "Fast", "options": [{"value": "x"}, {"value": "y"}]}]},
+    ]}  # fmt: skip
+    modes = {"modes": {"availableModes": [{"id": "default"}, {"id": "plan"}], "currentModeId": "default"}}
+    # `models` listed: set_model, whatever the value (the agent answers for it).
+    assert setup_requests(listed, "s", "b", None) == ([("session/set_model", {"sessionId": "s", "modelId": "b"})], None)
+    # A model config option (in a named group): set_config_option, only when offered and not current.
+    assert setup_requests(grouped, "s", "y", None) == (
+        [("session/set_config_option", {"sessionId": "s", "configId": "m", "value": "y"})], None)
+    assert setup_requests(grouped, "s", "x", None) == ([], None)
+    steps, refused = setup_requests(grouped, "s", "z", None)
+    assert steps == [] and refused == "the agent offers no model 'z' (it offers: x, y)"
+    # Nothing offered: nothing asked.  A mode only when listed and not current.
+    assert setup_requests({}, "s", "z", "plan") == ([], None)
+    assert setup_requests(modes, "s", None, "plan") == ([("session/set_mode", {"sessionId": "s", "modeId": "plan"})],
+                                                        None)
+    assert setup_requests(modes, "s", None, "default") == ([], None)
+    assert setup_requests(modes, "s", None, "yolo") == ([], None)
+
+
+def test_the_client_sees_only_approval_keeping_modes_and_safe_option_categories() -> None:
+    from agentrt_acp._session_options import SessionOptions
+
+    options = SessionOptions()
+    options.use_hosted({
+        "modes": {"availableModes": [{"id": m} for m in ("default", "autoEdit", "yolo", "plan")],
+                  "currentModeId": "default"},
+        "configOptions": [{"id": "m", "category": "model", "options": [{"value": "x"}]},
+                          {"id": "approvals", "category": "_permissions", "options": [{"value": "never"}]}],
+    })  # fmt: skip
+    fields = options.fields()
+    assert [m["id"] for m in fields["modes"]["availableModes"]] == ["default", "plan"]
+    assert [o["id"] for o in fields["configOptions"]] == ["m"]
+    assert options.has_mode("plan") and not options.has_mode("yolo")
+    assert options.has_option("m", "x") and not options.has_option("approvals", "never")
+    options.use_hosted({"modes": {"availableModes": [{"id": "yolo"}], "currentModeId": "yolo"}})
+    assert "modes" not in options.fields()  # an agent already in a mode that does not ask offers none
