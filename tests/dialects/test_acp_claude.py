@@ -138,3 +138,37 @@ async def test_claude_code_tool_use_asks_agentrts_permission_policy(tmp_path: Pa
     else:
         assert not (work / "tool-ran.txt").exists()
         assert tool_result.get("is_error") is True
+
+
+async def test_the_bridge_offers_claude_agent_acps_models_and_only_its_approval_keeping_modes(tmp_path: Path) -> None:
+    # claude-agent-acp 0.x lists default, acceptEdits, plan and dontAsk: in two of them tools would not ask agentrt.
+    import json
+
+    from acp_line_client import line_client
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with serve_fake_anthropic("Planned.") as api:
+        spec = _launch(home, api.url)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+            "AGENTRT_CONFIG": str(tmp_path / "none.toml"), "AWP_AGENT_CLI_EXECUTABLE": spec.executable,
+            "AWP_AGENT_CLI_ARGS_JSON": json.dumps(list(spec.prefix_args)),
+            "AWP_AGENT_CLI_ENV_JSON": json.dumps(dict(spec.env_entries)), "AWP_AGENT_CLI_PROTOCOL": "acp",
+            "AWP_AGENT_DEFAULT_MODEL": "claude-test", "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND),
+        }  # fmt: skip
+        with trio.fail_after(BOUND):  # hang guard only
+            agentrt = str(Path(sys.executable).with_name("agentrt"))
+            async with line_client([agentrt, "bridge", "--to", "acp"], env, str(tmp_path)) as client:
+                new = await client.open(str(tmp_path))
+                result = new["result"]
+                sid = result["sessionId"]
+                refused = await client.request("session/set_mode", {"sessionId": sid, "modeId": "acceptEdits"})
+                planned = await client.request("session/set_mode", {"sessionId": sid, "modeId": "plan"})
+                done = await client.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text",
+                                                                                             "text": "hi"}]})
+    assert "sonnet" in [m["modelId"] for m in result["models"]["availableModels"]], result
+    assert [m["id"] for m in result["modes"]["availableModes"]] == ["default", "plan"], result
+    assert refused["error"]["code"] == -32602, refused
+    assert planned.get("result") == {}, planned
+    assert done["result"]["stopReason"] == "end_turn" and client.text() == "Planned."
