@@ -84,35 +84,12 @@ class HostedProcess:
     context left by the read loop's last task (or by :meth:`close`).
     """
 
-    # Slots: a thousand idle conversations hold one each.
-    __slots__ = (
-        "_closed",
-        "_codec",
-        "_done",
-        "_exit_grace",
-        "_exit_wait",
-        "_idle",
-        "_inputs",
-        "_launch",
-        "_live",
-        "_new_codec",
-        "_nursery",
-        "_on_events",
-        "_on_exit",
-        "_on_mismatch",
-        "_on_oversize",
-        "_on_send_error",
-        "_on_spawn",
-        "_pending",
-        "_probe",
-        "_proc",
-        "_replace",
-        "_stop_lock",
-        "_tap",
-        "_watch",
-        "exit_status",
+    __slots__ = (  # sorted; a thousand idle conversations hold one engine each
+        "_closed", "_codec", "_done", "_exit_grace", "_exit_wait", "_idle", "_inputs", "_launch", "_live",
+        "_new_codec", "_nursery", "_on_events", "_on_exit", "_on_mismatch", "_on_oversize", "_on_send_error",
+        "_on_spawn", "_pending", "_probe", "_proc", "_replace", "_stop_lock", "_tap", "_watch", "exit_status",
         "spawned",
-    )
+    )  # fmt: skip
 
     def __init__(
         self,
