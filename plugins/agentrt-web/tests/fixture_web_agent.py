@@ -15,6 +15,7 @@ argv as one JSON line), ``--resume ID``, ``--model M``.  Prompts:
 ``surrogate``   a delta holding half an emoji (an escaped lone surrogate), then more text
 ``mdstream``    Markdown (and injection attempts) in small pieces, then a tick every 0.1 s, forever
 ``story``       40 paragraphs at once, then a tick every 0.1 s, forever (a reply taller than the page)
+``tools2``      words, two Bash calls (one with control characters in its command, one failing), words
 ``toolopen``    a Bash call announced before its input, never given a result, then text
 a DEMO prompt   its realistic reply (with tool steps), streamed in pieces: pictures for the manual
 anything else   "echo: <prompt>" in two deltas
@@ -159,6 +160,17 @@ def main() -> None:
             emit({"type": "user", "message": {"content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": "file-a\nfile-b", "is_error": False}]}})
             delta("The directory has two files.")
+            result("")
+        elif text == "tools2":  # words, a call whose command carries control characters, a failed call, words
+            delta("I will run it.")
+            emit({"type": "assistant", "message": {"content": [
+                {"type": "tool_use", "id": "toolu_a", "name": "Bash",
+                 "input": {"command": "printf '\x1b[31m red' \u202e; ls"}},
+                {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "false"}}]}})
+            emit({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "x", "is_error": False},
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "", "is_error": True}]}})
+            delta("The tool said: hi")
             result("")
         elif text == "fail":
             delta("partial before failure")

@@ -36,6 +36,7 @@ from ._render import qr_svg, relative_time, render_markdown, until
 from ._replies import reply_part_route, thread_turns
 from ._security import SecurityMiddleware, Sessions, Throttle
 from ._sse import SSEResponse
+from ._steps import stored_steps, with_steps
 from ._websink import step_text
 
 __all__ = ["WebState", "build_app"]
@@ -126,6 +127,8 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         await state.chats.settle(name)
         turns = await thread_turns(state.chats, name)  # long replies cut to their first part
         messages = await state.chats.failure_messages(name, turns)
+        shown = await stored_steps(state.chats.store, name, turns)  # tool steps, from the replayed events
+        turns = [with_steps(t, shown) for t in turns]
         # The live turn and the stream position are read together (no await between them):
         # the page's stream replays exactly what came after this view.
         live = state.chats.live(name)
