@@ -16,7 +16,7 @@ import trio
 
 from agentrt._os import spawn_client as _spawn_client
 from agentrt._os import spawn_server as _spawn_server
-from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED, open_owned_process
+from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED, OwnedProcess, open_owned_process
 from agentrt.testing._pids import PidWatch
 
 pytestmark = pytest.mark.skipif(not DEATH_SIGNAL_SUPPORTED, reason="the death signal is Linux-only (prctl, pidfd)")
@@ -474,3 +474,49 @@ def test_a_child_starts_clean_whatever_signals_its_owner_inherited(serve_after: 
     assert own["SigBlk"] & (1 << (signal.SIGUSR1 - 1))
     assert len(children) == 2
     assert children == [{"SigIgn": 0, "SigBlk": 0}] * 2
+
+
+async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Many children asked for at the same moment cost a few messages, not one
+    # each; every child still gets its own request (argv, exit code, error)
+    # and only its own three descriptors.
+    import socket
+
+    warm = await open_owned_process(["/bin/true"], env={})
+    with trio.fail_after(30):
+        assert await warm.wait() == 0
+    messages: list[int] = []
+    send_fds = socket.send_fds
+
+    def counting(sock: socket.socket, buffers: list[bytes], fds: list[int], *args: object) -> int:
+        sent = send_fds(sock, buffers, fds, *args)
+        messages.append(len(fds))
+        return sent
+
+    monkeypatch.setattr(socket, "send_fds", counting)
+    n = 100
+    procs: dict[int, OwnedProcess] = {}
+    missing: list[BaseException] = []
+
+    async def one(i: int) -> None:
+        procs[i] = await open_owned_process(["/bin/sh", "-c", f"read _; exit {i}"], env={}, stdin=subprocess.PIPE)
+
+    async def absent() -> None:
+        try:
+            await open_owned_process(["/nonexistent-dir/agent"], env={})
+        except FileNotFoundError as exc:
+            missing.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(n):
+            nursery.start_soon(one, i)
+        nursery.start_soon(absent)
+    assert len(missing) == 1
+    assert sum(messages) == 4 * (n + 1)  # four descriptors a request, every request sent once
+    assert len(messages) < n // 4
+    for i, proc in procs.items():
+        assert sorted(int(fd) for fd in os.listdir(f"/proc/{proc.pid}/fd")) == [0, 1, 2]
+        assert proc.stdin is not None
+        await proc.stdin.aclose()
+        with trio.fail_after(30):
+            assert await proc.wait() == i

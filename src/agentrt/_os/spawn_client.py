@@ -41,6 +41,8 @@ __all__ = [
 
 # Larger requests (huge environments) go the fork way: one message must fit the socket buffer.
 _MAX_REQUEST = 64 * 1024
+# A batch's marshal adds at most this much to its requests' own (a list header, a bytes header per request).
+_BATCH_OVERHEAD = 8
 # A hang guard only: a healthy server answers in about a millisecond.
 _DEADLINE = 60.0
 _START_TIMEOUT = 60.0
@@ -61,6 +63,9 @@ _servers: dict[int, tuple[socket.socket, subprocess.Popen[bytes]]] = {}
 _turn = itertools.count()
 _broken = False
 _send_locks: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agentrt_spawn_send_lock")
+# Per run and server: the requests waiting for the task that will send them as one batch.
+_Request = tuple[bytes, list[int]]
+_pending: trio.lowlevel.RunVar[dict[socket.socket, list[_Request]]] = trio.lowlevel.RunVar("agentrt_spawn_pending")
 # Per run: owned spawns asked for so far (each run earns its servers anew).
 _spawn_counts: trio.lowlevel.RunVar[itertools.count[int]] = trio.lowlevel.RunVar("agentrt_spawn_count")
 # Per run: set once the run holds the servers (its system task will release them).
@@ -270,6 +275,50 @@ async def _send(sock: socket.socket, msg: bytes, fds: list[int]) -> None:
                 await trio.lowlevel.wait_writable(sock)
 
 
+async def _submit(sock: socket.socket, request: _Request) -> None:
+    """Have ``request`` sent to the server, alone or in a batch; its report pipe's write end is closed once sent.
+
+    The first request to find none pending waits one scheduling round, so
+    that the other tasks starting children at the same moment add theirs, and
+    then sends them all (up to a message's worth at a time): one message and
+    one server wake-up for many children instead of one each.  Whatever
+    happens, every write end of the batch is closed, so every report ends
+    (with no record, if unsent: "the spawn server ended").
+    """
+    try:
+        pending = _pending.get()
+    except LookupError:
+        pending = {}
+        _pending.set(pending)
+    queue = pending.get(sock)
+    if queue is not None:
+        queue.append(request)
+        return
+    queue = pending[sock] = [request]
+    try:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+    finally:
+        if pending.get(sock) is queue:
+            del pending[sock]
+    try:
+        start = 0
+        while start < len(queue):
+            end, size = start, _BATCH_OVERHEAD
+            while end < len(queue) and end - start < spawn_server.MAX_BATCH:
+                if end > start and size + len(queue[end][0]) > _MAX_REQUEST:
+                    break
+                size += len(queue[end][0]) + _BATCH_OVERHEAD
+                end += 1
+            batch = queue[start:end]
+            # One request as it is; several as a list of their own marshals (the server loads each).
+            msg = batch[0][0] if len(batch) == 1 else marshal.dumps([item[0] for item in batch])
+            await _send(sock, msg, [fd for item in batch for fd in item[1]])
+            start = end
+    finally:
+        for *_, fds in queue:
+            os.close(fds[-1])
+
+
 async def _read_report(fd: int, data: bytearray) -> None:
     # Into the caller's buffer: what arrived before a timeout is kept.
     while True:
@@ -321,17 +370,14 @@ async def spawn(
         with contextlib.suppress(OSError):
             cwd = os.getcwd()
     msg = _request(argv, env, cwd)
-    if len(msg) > _MAX_REQUEST:
+    if len(msg) + _BATCH_OVERHEAD > _MAX_REQUEST:
         return None
     # Non-blocking both ends (the writers, the server and the child, write a few bytes once).
     read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     data = bytearray()
     try:
         with trio.move_on_after(_DEADLINE) as bound:
-            try:
-                await _send(sock, msg, [*fds, write_end])
-            finally:
-                os.close(write_end)
+            await _submit(sock, (msg, [*fds, write_end]))
             # Once sent, the server has its own copy of the pipe: the report ends
             # when the child has exec'd or exited and the server let go.
             await _read_report(read_end, data)

@@ -9,10 +9,12 @@ every child is the *owner's* child, exactly as if the owner had forked it
 owner's long-lived spawner thread that started this server).
 
 Arguments: the descriptor number of a ``SOCK_SEQPACKET`` socket, and the
-owner's pid.  Protocol, over that socket: this process says ``ready`` once; then each request is one
-message, ``marshal`` of ``(executables, argv, envp, cwd)`` (bytes), carrying
-four descriptors: the child's stdin, stdout and stderr, and the write end of a
-report pipe.  Records on the report pipe: the child writes ``C`` + its pid
+owner's pid.  Protocol, over that socket: this process says ``ready`` once;
+then each message is ``marshal`` of one request ``(executables, argv, envp,
+cwd)`` (bytes), or of a list of up to 63 such marshals (a batch: the owner
+sends the requests pending at once in one message), carrying four descriptors per
+request, in order: the child's stdin, stdout and stderr, and the write end of
+a report pipe.  Records on the report pipe: the child writes ``C`` + its pid
 (native ``q``) first, and ``E`` + errno (``i``) + stage (``B``: 0 exec, 1
 chdir, 2 set-up) if it cannot exec; this server writes ``E`` (stage 3) if it
 cannot fork.  The pipe reaches end of file once the child has exec'd (the end
@@ -58,7 +60,11 @@ _CLONE_PARENT = 0x00008000
 _PR_SET_PDEATHSIG = 1
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}
 _FDS = 4
-_FD_BYTES = _FDS * 4
+# SCM_RIGHTS carries at most 253 descriptors a message (the kernel's SCM_MAX_FD).
+MAX_BATCH = 63
+_FD_BYTES = _FDS * 4 * MAX_BATCH
+# Room for the owner's largest message (its spawn_client._MAX_REQUEST) and then some.
+_MAX_MESSAGE = 1 << 17
 
 
 def _child(
@@ -149,29 +155,41 @@ def main() -> None:
     while True:
         try:
             # Close-on-exec as they arrive: the child keeps only what it dup2s to 0, 1 and 2.
-            msg, ancdata, _flags, _addr = sock.recvmsg(1 << 16, ancillary, _socket.MSG_CMSG_CLOEXEC)
+            msg, ancdata, _flags, _addr = sock.recvmsg(_MAX_MESSAGE, ancillary, _socket.MSG_CMSG_CLOEXEC)
         except OSError:
             return
         fds = _received_fds(ancdata)
         if not msg and not fds:
             return  # the owner closed its end
         try:
-            if len(fds) != _FDS:
-                continue
-            request = marshal.loads(msg)
-            env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
-            # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
-            # This process has one thread, so no lock can be held across it.
-            pid = syscall(clone_nr, flags, zero, zero, zero, zero)
-            if pid == 0:
-                _child(owner, fds, request, env, set_death_signal)
-            if pid < 0:
-                write(fds[3], b"E" + pack("=iB", get_errno(), 3))
-        except Exception:  # a bad request must not end the server; its pipe closes below
+            batch = marshal.loads(msg)
+            requests = [marshal.loads(one) for one in batch] if type(batch) is list else [batch]
+            if len(fds) != _FDS * len(requests):
+                continue  # malformed: every descriptor is closed below, so every report ends
+            for i, request in enumerate(requests):
+                mine = fds[_FDS * i : _FDS * (i + 1)]
+                try:
+                    env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
+                    # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
+                    # This process has one thread, so no lock can be held across it.
+                    pid = syscall(clone_nr, flags, zero, zero, zero, zero)
+                    if pid == 0:
+                        _child(owner, mine, request, env, set_death_signal)
+                    if pid < 0:
+                        write(mine[3], b"E" + pack("=iB", get_errno(), 3))
+                except Exception:  # a bad request must not end the server; its pipe closes below
+                    pass
+                finally:
+                    # At once, not after the batch: this child's report ends when it has exec'd.
+                    for fd in mine:
+                        os.close(fd)
+                    fds[_FDS * i : _FDS * (i + 1)] = [-1] * _FDS
+        except Exception:  # a bad message must not end the server; its pipes close below
             pass
         finally:
             for fd in fds:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
 
 
 if __name__ == "__main__":
