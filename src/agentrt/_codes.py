@@ -109,6 +109,7 @@ turn_cancelled | the turn was cancelled (by the caller, Ctrl-C or the agent) | n
 turn_interrupted | the agent's turn was interrupted on request | none; send the next turn
 turn_timeout | no result within the caller's time bound (`agentrt run --timeout`) | raise the bound or simplify the prompt
 exit_before_result | the agent exited before it reported a result | read the agent's stderr (`agentrt logs`)
+turn_unfinished | the turn's recording ended before the turn did (its agentrt process was killed, the machine stopped, or recording failed); closed on the next open of the database with the reply its transcript kept | send the prompt again
 session_exited | the conversation was stopped while a turn was in flight | open a new conversation
 runtime_output_oversize | an agent's output line exceeded 4 MiB; the agent was stopped | a bug in the agent; report it
 agent_internal_error | the reference agent failed in an unexpected way | report it with the agent's log

@@ -7,8 +7,8 @@ to its end.  After every kill the database is opened as a later run would:
 every conversation's transcript replays to a gap-free sequence, every turn row
 points into its transcript (its start there with the same prompt; once ended,
 its terminal event there and its reply the replayed text), and nothing the
-index names is missing.  A turn the kill cut short stays ``running`` in the
-index, its events up to the kill in the transcript.
+index names is missing.  A turn the kill cut short is closed by that open as
+``turn_unfinished``, with the reply its transcript kept up to the kill.
 """
 
 from __future__ import annotations
@@ -89,13 +89,17 @@ def _agree(db_path: Path) -> tuple[int, int]:
             assert [e["seq"] for e in envs] == list(range(len(envs))), "the replay has a gap"
             events = [e["event"] for e in envs]
             rows = db.execute("SELECT turn, prompt, reply, outcome, first_seq, last_seq, tx_start, tx_end,"
-                              " reply_clipped FROM turns WHERE conversation_id = ?", (cid,)).fetchall()
-            for turn, prompt, reply, outcome, first, last, tx_start, tx_end, clipped in rows:
+                              " reply_clipped, code FROM turns WHERE conversation_id = ?", (cid,)).fetchall()
+            for turn, prompt, reply, outcome, first, last, tx_start, tx_end, clipped, code in rows:
                 assert tx_start is not None and 0 < tx_start < size
                 assert events[first] == {"type": "turn_started", "turn": turn, "prompt": prompt}
-                if outcome == "running":
+                assert outcome != "running"  # the open above closed a turn its killed writer left running
+                if code == "turn_unfinished":
                     cut += 1
-                    assert last is None and tx_end is None
+                    assert last is None and tx_end == size
+                    text = "".join(e["text"] for e in events[first + 1 :] if e["type"] == "text_delta")
+                    assert reply == (text[: len(reply)] if clipped else text)
+                    assert not clipped or len(text) > len(reply)
                     continue
                 ended += 1
                 assert tx_end is not None and tx_start < tx_end <= size

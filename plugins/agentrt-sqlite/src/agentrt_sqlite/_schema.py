@@ -304,6 +304,10 @@ def connect(path: Path, *, target: int = SCHEMA_VERSION, foreign_keys: bool = Tr
         db.execute("PRAGMA journal_size_limit=67108864")
         db.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
         migrate(db, target)
+        if target == SCHEMA_VERSION:
+            from ._unfinished import close_unfinished
+
+            close_unfinished(db)  # turns a killed agentrt left running (its writer is gone)
     except sqlite3.DatabaseError as exc:
         db.close()
         raise AgentrtError(

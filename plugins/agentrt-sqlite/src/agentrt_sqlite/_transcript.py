@@ -30,6 +30,7 @@ had not written back yet.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import struct
@@ -117,6 +118,9 @@ class Transcript:
             self._fail(exc)
             return False
         try:
+            # Held while open, dropped by the kernel when this process dies: a later open of the
+            # database closes a turn left running only once its writer is gone (see _unfinished).
+            fcntl.flock(fd, fcntl.LOCK_SH)
             size = os.fstat(fd).st_size
             if size == 0:
                 meta = {"agentrt": agentrt_version(), "conversation": self.conversation_id,
