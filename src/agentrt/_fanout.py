@@ -234,14 +234,26 @@ class Fanout:
 def merge_batches(batches: Sequence[EventBatch]) -> EventBatch:
     """Coalesce batches of one source: adjacent text deltas of one block are concatenated."""
     events: list[Event] = []
+    # The texts of the run of deltas ending ``events``, joined once when the run ends: adding
+    # each to the last would copy the run's text so far per delta (quadratic in a lagging sink).
+    run: list[str] = []
+    run_index = 0
     for b in batches:
         for ev in b.events:
-            if type(ev) is TextDelta and events:
-                prev = events[-1]
-                if type(prev) is TextDelta and prev.index == ev.index:
-                    events[-1] = TextDelta(text=prev.text + ev.text, index=ev.index)
+            if type(ev) is TextDelta:
+                if run and ev.index == run_index:
+                    run.append(ev.text)
                     continue
+                if len(run) > 1:
+                    events[-1] = TextDelta(text="".join(run), index=run_index)
+                run, run_index = [ev.text], ev.index
+            elif run:
+                if len(run) > 1:
+                    events[-1] = TextDelta(text="".join(run), index=run_index)
+                run = []
             events.append(ev)
+    if len(run) > 1:
+        events[-1] = TextDelta(text="".join(run), index=run_index)
     first = batches[0]
     last = batches[-1]
     return EventBatch(
