@@ -158,7 +158,7 @@ class Conversation:
         """
         self._fanout.attach(sink)
         if isinstance(sink, TapSource):
-            self._processes.tap_sources.append(sink)
+            self._processes.tap_sources += (sink,)
 
     @property
     def exit_status(self) -> ExitStatus | None:

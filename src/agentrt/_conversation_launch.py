@@ -61,8 +61,8 @@ class ConversationLaunch:
         self._parent_env = parent_env
         self._term_grace = term_grace
         self._first_output = first_output
-        #: The attached sinks that record raw bytes, asked for a tap at every spawn.
-        self.tap_sources: list[TapSource] = []
+        #: The attached sinks that record raw bytes, asked for a tap at every spawn (a tuple: most have none).
+        self.tap_sources: tuple[TapSource, ...] = ()
 
     def spec(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
         """The next process's spec (raises as :meth:`LaunchSpec.check_executable` does)."""

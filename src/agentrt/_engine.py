@@ -224,7 +224,7 @@ class HostedProcess:
         await proc.send(data)
         watch = self._watch
         if waiting is not None and watch is not None:
-            watch.arm(lambda: waiting() and not proc.exited.is_set())
+            watch.arm(lambda: waiting() and not proc.exited.is_set(), self._silent)
 
     async def stop(self) -> ExitStatus | None:
         """Stop the current process (idempotent, shielded, bounded); a later :meth:`ensure` spawns anew."""
@@ -270,7 +270,7 @@ class HostedProcess:
         probe = self._probe
         self._watch = None
         if probe is not None:
-            self._watch = FirstOutputWatch(probe(), nursery=self._nursery, on_silent=self._silent)
+            self._watch = FirstOutputWatch(probe(), nursery=self._nursery)
         if self._on_spawn is not None:
             self._on_spawn(proc)
 

@@ -188,22 +188,15 @@ class FirstOutputWatch:
     bound after the first prompt (:meth:`arm`).  The bound is a timer of the
     run's one watcher where there is one (no task waits while the output is
     fine), else a task.  When it runs out while the prompt still waits,
-    ``on_silent`` gets the ``protocol_mismatch`` failure (it ends the turn and
-    stops the process).
+    ``arm``'s ``on_silent`` gets the ``protocol_mismatch`` failure (it ends
+    the turn and stops the process).
     """
 
-    __slots__ = ("_nursery", "_on_silent", "_recognised", "probe")
+    __slots__ = ("_nursery", "_recognised", "probe")
 
-    def __init__(
-        self,
-        probe: ProtocolProbe,
-        *,
-        nursery: trio.Nursery,
-        on_silent: Callable[[TurnFailed], Awaitable[None]],
-    ) -> None:
+    def __init__(self, probe: ProtocolProbe, *, nursery: trio.Nursery) -> None:
         self.probe = probe
         self._nursery = nursery
-        self._on_silent = on_silent
         self._recognised: trio.Event | None = None  # made when armed: set once the probe disarms
 
     def look(self, events: list[Event]) -> tuple[list[Event], bool]:
@@ -216,7 +209,7 @@ class FirstOutputWatch:
         at, failure = found
         return [*events[: at + 1], failure, *events[at + 1 :]], True
 
-    def arm(self, waiting: Callable[[], bool]) -> None:
+    def arm(self, waiting: Callable[[], bool], on_silent: Callable[[TurnFailed], Awaitable[None]]) -> None:
         """After the first prompt: call ``on_silent`` if ``waiting()`` still holds :attr:`ProtocolProbe.bound` later.
 
         ``waiting`` says whether the prompt still waits on this process (its turn
@@ -227,21 +220,23 @@ class FirstOutputWatch:
             return
         self._recognised = recognised = trio.Event()
         if not child_watch.AVAILABLE:
-            self._nursery.start_soon(self._bound_task, waiting, recognised)
+            self._nursery.start_soon(self._bound_task, waiting, recognised, on_silent)
             return
 
         def due() -> None:
             if probe.armed and waiting():
-                self._nursery.start_soon(self._silent, waiting)
+                self._nursery.start_soon(self._silent, waiting, on_silent)
 
         child_watch.current_watcher().call_later(probe.bound, due)
 
-    async def _bound_task(self, waiting: Callable[[], bool], recognised: trio.Event) -> None:
+    async def _bound_task(
+        self, waiting: Callable[[], bool], recognised: trio.Event, on_silent: Callable[[TurnFailed], Awaitable[None]]
+    ) -> None:
         assert self.probe.bound is not None
         with trio.move_on_after(self.probe.bound):
             await recognised.wait()
-        await self._silent(waiting)
+        await self._silent(waiting, on_silent)
 
-    async def _silent(self, waiting: Callable[[], bool]) -> None:
+    async def _silent(self, waiting: Callable[[], bool], on_silent: Callable[[TurnFailed], Awaitable[None]]) -> None:
         if self.probe.armed and waiting():  # not recognised (nor ended) in the meantime
-            await self._on_silent(self.probe.silent())
+            await on_silent(self.probe.silent())
