@@ -41,6 +41,10 @@ __all__ = [
 
 # Larger requests (huge environments) go the fork way: one message must fit the socket buffer.
 _MAX_REQUEST = 64 * 1024
+# Requests a batch holds before it is sent without waiting for more: the
+# server clones a batch's children one after another, so a batch sent while
+# the owner prepares the next keeps both busy (up to spawn_server.MAX_BATCH).
+_BATCH = 16
 # A batch's marshal adds at most this much to its requests' own (a list header, a bytes header per request).
 _BATCH_OVERHEAD = 8
 # A hang guard only: a healthy server answers in about a millisecond.
@@ -293,13 +297,20 @@ async def _submit(sock: socket.socket, request: _Request) -> None:
     queue = pending.get(sock)
     if queue is not None:
         queue.append(request)
-        return
-    queue = pending[sock] = [request]
-    try:
-        await trio.lowlevel.cancel_shielded_checkpoint()
-    finally:
-        if pending.get(sock) is queue:
-            del pending[sock]
+        if len(queue) < _BATCH:
+            return
+        # Full: this task sends it now, so the server starts on it while the rest are prepared.
+        del pending[sock]
+    else:
+        queue = pending[sock] = [request]
+        try:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        finally:
+            taken = pending.get(sock) is not queue
+            if not taken:
+                del pending[sock]
+        if taken:
+            return  # filled up meanwhile, and sent by the task that filled it
     try:
         start = 0
         while start < len(queue):
