@@ -520,3 +520,45 @@ async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: p
         await proc.stdin.aclose()
         with trio.fail_after(30):
             assert await proc.wait() == i
+
+
+def test_a_bad_request_in_a_batch_spoils_only_its_own_report() -> None:
+    # The server, driven by hand: a batch of three requests whose middle one is
+    # not a request; the other two children start (ours, through CLONE_PARENT),
+    # the middle report ends with no record, and the server keeps serving.
+    import marshal
+    import socket
+    import struct
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server = subprocess.Popen(
+        [sys.executable, "-I", "-S", _spawn_server.__file__, str(theirs.fileno()), str(os.getpid())],
+        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+    )
+    theirs.close()
+    try:
+        ours.settimeout(30)
+        assert ours.recv(16) == b"ready"
+        good = marshal.dumps(([b"/bin/true"], [b"/bin/true"], [], None))
+        pipes = [os.pipe() for _ in range(3)]
+        fds: list[int] = []
+        for _read_end, write_end in pipes:
+            fds += [0, 1, 2, write_end]
+        socket.send_fds(ours, [marshal.dumps([good, b"not a request", good])], fds)
+        reports = []
+        for read_end, write_end in pipes:
+            os.close(write_end)
+            report = b""
+            while chunk := os.read(read_end, 64):
+                report += chunk
+            os.close(read_end)
+            reports.append(report)
+        assert reports[1] == b""
+        for report in (reports[0], reports[2]):
+            assert report[:1] == b"C" and len(report) == 9
+            (pid,) = struct.unpack("=q", report[1:])
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert server.poll() is None
+    finally:
+        ours.close()
+        server.wait(30)

@@ -163,12 +163,14 @@ def main() -> None:
             return  # the owner closed its end
         try:
             batch = marshal.loads(msg)
-            requests = [marshal.loads(one) for one in batch] if type(batch) is list else [batch]
+            batched = type(batch) is list
+            requests = batch if batched else [batch]
             if len(fds) != _FDS * len(requests):
                 continue  # malformed: every descriptor is closed below, so every report ends
-            for i, request in enumerate(requests):
+            for i, item in enumerate(requests):
                 mine = fds[_FDS * i : _FDS * (i + 1)]
                 try:
+                    request = marshal.loads(item) if batched else item
                     env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
                     # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
                     # This process has one thread, so no lock can be held across it.
