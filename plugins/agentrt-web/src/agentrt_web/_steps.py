@@ -14,10 +14,12 @@ paragraph of their own, and :func:`break_after_steps` does the same to a
 stored reply, so a reopened thread does not run "I will run it." and "The
 tool said: hi" together.
 
-Bounded: at most :data:`STEP_PAGES` pages of :data:`PAGE` events are read per
-view (a thread longer than that shows its later turns' steps only live), at
-most :data:`MAX_STEPS` steps are kept per turn, and a thread's steps are
-cached by the identity of its finished turns, so reopening it replays nothing.
+Bounded: at most :data:`STEP_PAGES` times :data:`PAGE` events are read per
+view (a thread longer than that shows its later turns' steps only live); a
+page holds about :data:`PAGE_TEXT` characters of text (fewer events a page
+when they are long); at most :data:`MAX_STEPS` steps are kept per turn; and a
+thread's steps are cached by the identity of its finished turns, so reopening
+it replays nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ __all__ = ["StoredSteps", "stored_steps", "with_steps", "break_after_steps", "ST
 PAGE = 1000
 #: Pages read per view at most (200,000 events).
 STEP_PAGES = 200
+#: Characters of text a page should hold at most (its events are read fewer at a time when longer).
+PAGE_TEXT = 1 << 20
 #: Steps kept per turn (a runaway agent's thousands of calls would not fit a page anyway).
 MAX_STEPS = 200
 
@@ -73,12 +77,19 @@ async def stored_steps(store: Any, name: str, turns: Sequence[Mapping[str, Any]]
     current: dict[str, TurnKey] = {}  # conversation -> the turn its events belong to now
     chars: dict[TurnKey, int] = {}  # characters of text so far in each turn
     after = 0
-    for _page in range(STEP_PAGES):
-        page, after = await reader(name, after=after, limit=PAGE)
+    limit = 16  # grows to PAGE while the events are short
+    read = 0
+    while read < STEP_PAGES * PAGE:
+        page, after = await reader(name, after=after, limit=limit)
         if not page:
             break
+        read += len(page)
+        text = 0
         for env in page:
-            _project(env, current, chars, out)
+            text += _project(env, current, chars, out)
+        # A page holds its events' text: fewer events a page when they are long (a 50 MB reply in
+        # a few hundred deltas), so a page's memory stays about PAGE_TEXT whatever the deltas' size.
+        limit = max(8, min(PAGE, limit * PAGE_TEXT // max(1, text)))
     if finished:
         _CACHE[key] = out
         while len(_CACHE) > _CACHE_SIZE:
@@ -86,21 +97,23 @@ async def stored_steps(store: Any, name: str, turns: Sequence[Mapping[str, Any]]
     return out
 
 
-def _project(env: Mapping[str, Any], current: dict[str, TurnKey], chars: dict[TurnKey, int], out: StoredSteps) -> None:
+def _project(env: Mapping[str, Any], current: dict[str, TurnKey], chars: dict[TurnKey, int], out: StoredSteps) -> int:
+    """Note one event; the characters of text it held."""
     ev = env.get("event") or {}
     kind = ev.get("type")
     source = str(env.get("source"))
     if kind == "text_delta":
+        size = len(str(ev.get("text", "")))
         turn = current.get(source)
         if turn is not None:
-            chars[turn] = chars.get(turn, 0) + len(str(ev.get("text", "")))
-        return
+            chars[turn] = chars.get(turn, 0) + size
+        return size
     if kind == "turn_started" and isinstance(ev.get("turn"), int):
         current[source] = (source, ev["turn"])
-        return
+        return 0
     turn = current.get(source)
     if turn is None:
-        return
+        return 0
     if kind == "tool_use":
         _step(out.steps.setdefault(turn, []), ev)
     elif kind == "tool_result":
@@ -113,13 +126,14 @@ def _project(env: Mapping[str, Any], current: dict[str, TurnKey], chars: dict[Tu
             if step["state"] == "running":  # never answered: ended with its turn, as the live page shows it
                 step["state"] = "stopped"
         current.pop(source, None)
-        return
+        return 0
     else:
-        return
+        return 0
     breaks = out.breaks.setdefault(turn, [])
     at = chars.get(turn, 0)
     if at and (not breaks or breaks[-1] != at):
         breaks.append(at)
+    return 0
 
 
 def _step(steps: list[dict[str, Any]], ev: Mapping[str, Any]) -> None:
