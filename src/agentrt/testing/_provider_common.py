@@ -8,9 +8,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
@@ -99,13 +99,23 @@ async def close_twice(provider: Provider, case: Case, hang_after: float) -> None
             raise case.fail(f"the {attempt} aclose() did not return within {hang_after:g} s")
 
 
+def closable(stream: AsyncIterator[ProviderChunk]) -> AsyncGenerator[ProviderChunk, None]:
+    """``stream`` as ``aclosing`` takes it: every provider's ``stream`` is an async generator.
+
+    ``Provider.stream`` is declared ``AsyncIterator`` so implementations may say
+    so; the narrow cast is the one the agent loop makes, and :func:`collect`
+    fails a stream without ``aclose()`` before it gets here.
+    """
+    return cast("AsyncGenerator[ProviderChunk, None]", stream)
+
+
 async def collect(provider: Provider, request: ProviderRequest, case: Case, hang_after: float) -> None:
     """Stream ``request`` into ``case.chunks``; a hang or a raw exception fails the case."""
     stream = provider.stream(request)
     if not callable(getattr(stream, "aclose", None)):
         raise case.fail("stream() must return an async generator (or an iterator with aclose())")
     with trio.move_on_after(hang_after) as scope:
-        async with aclosing(stream) as chunks:  # type: ignore[type-var]
+        async with aclosing(closable(stream)) as chunks:
             async for chunk in chunks:
                 if not isinstance(chunk, _CHUNK_TYPES):
                     raise case.fail(f"yielded {chunk!r}, not a ProviderChunk")

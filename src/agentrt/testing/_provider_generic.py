@@ -13,13 +13,13 @@ import contextlib
 import inspect
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import trio
 
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, ToolCallsChunk, UsageChunk
-from ._provider_common import Case, close_twice, collect, json_of, request
+from ._provider_common import Case, closable, close_twice, collect, json_of, request
 
 __all__ = ["check_any_provider"]
 
@@ -27,7 +27,7 @@ __all__ = ["check_any_provider"]
 def make_provider(factory: Any, env: Mapping[str, str], case: Case) -> Provider:
     """A provider from ``factory``: a provider itself, a factory of the agent's env, or of nothing."""
     if not isinstance(factory, type) and callable(getattr(factory, "stream", None)):
-        return factory  # type: ignore[no-any-return]
+        return cast(Provider, factory)
     try:
         takes_env = bool(inspect.signature(factory).parameters)
     except (TypeError, ValueError):
@@ -40,7 +40,7 @@ def make_provider(factory: Any, env: Mapping[str, str], case: Case) -> Provider:
         raise case.fail(f"the factory raised a raw {type(exc).__name__}") from exc
     if provider is None or not callable(getattr(provider, "stream", None)):
         raise case.fail(f"the factory returned {provider!r}, not a provider with stream()")
-    return provider  # type: ignore[no-any-return]
+    return cast(Provider, provider)
 
 
 async def check_any_provider(factory: Any, env: Mapping[str, str], label: str, hang_after: float) -> None:
@@ -96,7 +96,7 @@ async def _ask(provider: Provider, case: Case, tools: bool, hang_after: float) -
 async def _stop_after_first(provider: Provider, case: Case, how: str, hang_after: float) -> None:
     with trio.move_on_after(hang_after) as guard, trio.CancelScope() as scope:
         try:
-            async with aclosing(provider.stream(request(False))) as chunks:  # type: ignore[type-var]
+            async with aclosing(closable(provider.stream(request(False)))) as chunks:
                 async for _chunk in chunks:
                     if how == "closed early":
                         break

@@ -18,7 +18,7 @@ import trio
 from .._exceptions import collapse_single_group
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, TextChunk
-from ._provider_common import Case, provider_for, request
+from ._provider_common import Case, closable, provider_for, request
 from ._replay import _REASONS, ReplayResponse, _chunk_frame, _read_request
 
 __all__ = ["StallServer", "serve_stall", "check_streaming_and_close"]
@@ -142,7 +142,7 @@ async def _stream_then_stop(provider: Provider, case: Case, how: str, requested:
 
 async def _read_first_text(provider: Provider, case: Case, how: str, scope: trio.CancelScope) -> None:
     try:
-        async with aclosing(provider.stream(request(False))) as chunks:  # type: ignore[type-var]
+        async with aclosing(closable(provider.stream(request(False)))) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, FinishChunk):
                     raise case.fail("finished although the server held the rest of the reply back")

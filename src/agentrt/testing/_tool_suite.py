@@ -24,7 +24,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -199,10 +199,10 @@ async def check_tool(
     the cancellation through.
     """
     if callable(getattr(tool, "call", None)):
-        made: Tool = tool  # type: ignore[assignment]
+        made = cast(Tool, tool)  # a Tool has call(); a ToolMaker is a plain callable
     else:
         label = f"check_tool({getattr(tool, '__name__', type(tool).__name__)})"
-        made = _check_factory(tool, dict(env or {}), label)  # type: ignore[arg-type]
+        made = _check_factory(cast(ToolMaker, tool), dict(env or {}), label)
     checker = _Checker(made, hang_after)
     _check_attributes(made, checker.label)
     params = made.parameters
