@@ -176,7 +176,8 @@ class ProtocolProbe:
         return TurnFailed(
             code=PROTOCOL_MISMATCH,
             message=f"the agent wrote nothing {self.protocol} recognises within {self.bound:g} s of the prompt"
-            f"{hint}; an agent that is only slow to start can be given longer with {_ENV}",
+            f"{hint}; an agent that is only slow to start can be given longer with the config key "
+            f"agents.<name>.first_output_timeout or, for one command, {_ENV}",
         )
 
 

@@ -103,7 +103,8 @@ def test_a_silent_acp_agent_fails_after_the_bound(tmp_path: Path, protocol: str)
     message = _mismatch(*_run(tmp_path, exe, protocol, "1", args=args))
     assert message.startswith(f"the agent wrote nothing {protocol} recognises within 1 s of the prompt; "
                               "by its name it may speak acp: set the agent's protocol to acp (--protocol acp")
-    assert message.endswith("can be given longer with AGENTRT_FIRST_OUTPUT_TIMEOUT")
+    assert message.endswith("can be given longer with the config key agents.<name>.first_output_timeout"
+                            " or, for one command, AGENTRT_FIRST_OUTPUT_TIMEOUT")
 
 
 def test_a_stream_json_agent_silent_under_acp_fails_after_the_bound(tmp_path: Path) -> None:
