@@ -14,7 +14,7 @@ class and on real captures).
 copies containers (orjson reads them in place) and hands only what orjson
 cannot encode to cattrs.  A tool input or result still held as an unread
 :class:`~agentrt.dialect.JsonFragment` is written as its own bytes when
-:func:`agentrt._json.fragment_passthrough.fragment_bytes` finds that exact (it says when), else
+:func:`agentrt._json.fragment_passthrough.fragment_passes` finds that exact (it says when), else
 parsed and encoded; so ``orjson.loads(event_line(e)) == to_json(e)`` always,
 and the bytes equal ``orjson.dumps(to_json(e))`` whenever each such fragment
 is spelled as orjson spells its value.
@@ -28,10 +28,10 @@ import attrs
 import orjson
 
 from . import events as _events
-from ._json.fragment_passthrough import fragment_bytes
+from ._json.fragment_passthrough import fragment_passes
 from ._json.lazy_fields import JsonFragment, stored_getter
 
-__all__ = ["event_dict", "event_line"]
+__all__ = ["event_dict", "event_line", "event_parts"]
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 # Per event class: (field name, declared type) for every field but the private raw.
@@ -110,6 +110,24 @@ _Fragment = orjson.Fragment
 
 def event_line(event: Any) -> bytes:
     """``orjson.dumps(to_json(event))`` plus a newline, without copying the event's containers."""
+    parts = event_parts(event)
+    return parts if isinstance(parts, bytes) else b"".join(parts)
+
+
+_MARK = b"\x00"
+# Where a passed fragment goes in the encoded line: a byte orjson never writes
+# (it escapes control characters in strings) and no passed fragment holds (it
+# is valid JSON, whose strings hold no raw control character).
+_MARK_FRAGMENT = _Fragment(_MARK)
+
+
+def event_parts(event: Any) -> bytes | list[Any]:
+    """:func:`event_line` as bytes, or as bytes-like parts that join into it.
+
+    The parts are the line around each fragment written through, and the
+    fragment's own buffer: a caller that joins many lines at once copies a
+    tool's payload once, not three times.
+    """
     cls = type(event)
     names = _NAMES.get(cls)
     if names is None:
@@ -120,13 +138,25 @@ def event_line(event: Any) -> bytes:
     if lazy is None:
         for name in names:
             data[name] = getattr(event, name)
-    else:
-        for name in names:
-            get = lazy.get(name)
-            value = getattr(event, name) if get is None else get(event, cls)
-            if type(value) is JsonFragment:
-                passed = fragment_bytes(value.data, mapping=value.mapping) if value.data else None
+        return orjson.dumps(data, default=_default, option=_NEWLINE)
+    passed: list[Any] = []
+    for name in names:
+        get = lazy.get(name)
+        value = getattr(event, name) if get is None else get(event, cls)
+        if type(value) is JsonFragment:
+            if value.data and fragment_passes(value.data, mapping=value.mapping):
+                passed.append(value.data)
+                value = _MARK_FRAGMENT
+            else:
                 # Not passed: read the field, which parses the fragment and keeps the value.
-                value = getattr(event, name) if passed is None else _Fragment(passed)
-            data[name] = value
-    return orjson.dumps(data, default=_default, option=_NEWLINE)
+                value = getattr(event, name)
+        data[name] = value
+    line = orjson.dumps(data, default=_default, option=_NEWLINE)
+    if not passed:
+        return line
+    pieces = line.split(_MARK)
+    parts = [pieces[0]]
+    for fragment, piece in zip(passed, pieces[1:], strict=True):
+        parts.append(fragment)
+        parts.append(piece)
+    return parts

@@ -243,3 +243,27 @@ def test_an_event_read_before_printing_encodes_from_its_value() -> None:
     assert line == orjson.dumps(to_json(event)) + b"\n"
     fresh = _use(data)
     assert data in event_line(fresh) and _passed(fresh)
+
+
+def test_a_large_fragment_is_checked_piece_by_piece_across_a_cut_character() -> None:
+    # 64 KiB pieces: a 4-byte character across the first cut, and bad bytes far past it.
+    text = "a" * 65534 + "\U0001f642" + "é" * 40_000
+    data = json.dumps(text, ensure_ascii=False).encode()
+    assert _check(_result, data)
+    for bad in (b"\xff", b"\xc3", b"\xed\xa0\x80"):
+        broken = data[:-1] + bad + b'"'
+        assert fragment_bytes(broken) is None
+        assert not _check(_result, broken)
+
+
+def test_a_passed_fragment_is_written_from_its_own_buffer() -> None:
+    import msgspec
+
+    from agentrt._eventjson import event_parts
+
+    raw = msgspec.json.decode(b'{"c":"caf\xc3\xa9 \\"q\\""}', type=dict[str, msgspec.Raw])["c"]
+    event = _result(raw)
+    parts = event_parts(event)
+    assert isinstance(parts, list) and any(part is raw for part in parts)  # joined once, never copied before
+    assert b"".join(parts) == event_line(_result(raw)) == orjson.dumps(to_json(_result(raw))) + b"\n"
+    assert _passed(event)

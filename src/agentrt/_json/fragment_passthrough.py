@@ -7,7 +7,7 @@ payloads are most of the bytes of a session.  :func:`fragment_bytes` says
 whether the bytes can stand in the line as they are, giving *the same JSON
 value* as parsing them with the framing's rules and encoding the result:
 
-* the bytes are valid UTF-8 (``bytes.isascii``, else a strict decode) and one
+* the bytes are valid UTF-8 (a strict decode, 64 KiB at a time) and one
   valid JSON value without lone surrogate escapes (msgspec validates the
   syntax, every escape and every surrogate pair in C without building values);
 * a string passes as it is: those checks are all a string needs;
@@ -34,12 +34,13 @@ spelled it.
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any
 
 import orjson
 
-__all__ = ["BUDGET", "fragment_bytes"]
+__all__ = ["BUDGET", "fragment_bytes", "fragment_passes"]
 
 BUDGET = 64
 """Items (keys, elements) an object or array fragment may have, all levels counted, to be passed through."""
@@ -73,34 +74,65 @@ def fragment_bytes(data: bytes | Any, *, mapping: bool = False) -> bytes | None:
     With ``mapping=True`` only an object passes (the field reads any other
     value as ``{}``).  ``None`` means: parse it and encode the value.
     """
+    if not fragment_passes(data, mapping=mapping):
+        return None
+    return data if type(data) is bytes else bytes(memoryview(data))
+
+
+def fragment_passes(data: bytes | Any, *, mapping: bool = False) -> bool:
+    """Whether :func:`fragment_bytes` would pass ``data``, read in place (never copied).
+
+    For a caller that writes the passed bytes from ``data``'s own buffer
+    (``bytes.join`` takes any bytes-like object).
+    """
     if _validate is None:
-        return None
-    data = data if type(data) is bytes else bytes(memoryview(data))
-    if not data:
-        return None
-    first = data[0]
-    last = data[-1]
+        return False
+    size = len(data)
+    if not size:
+        return False
+    view = memoryview(data)
+    first = view[0]
+    last = view[size - 1]
     if first == _QUOTE:
         if mapping or last != _QUOTE:
-            return None
+            return False
     elif first == _OPEN_OBJECT:
         if last != _CLOSE_OBJECT:
-            return None
+            return False
     elif first != _OPEN_ARRAY or mapping or last != _CLOSE_ARRAY:
-        return None
-    if not data.isascii():
-        try:
-            data.decode()
-        except UnicodeDecodeError:
-            return None
+        return False
+    if not _utf8(view, size):
+        return False
     try:
         if first == _QUOTE:
             _validate(data)
         elif not _compact_container(data):
-            return None
+            return False
     except (_DecodeError, RecursionError):
-        return None
-    return data
+        return False
+    return True
+
+
+_utf8_decode = codecs.utf_8_decode
+_PIECE = 1 << 16
+"""Bytes checked per decode of a large fragment: its text is built a piece at a time, in reused memory."""
+
+
+def _utf8(view: memoryview, size: int) -> bool:
+    """Whether ``view`` is valid UTF-8 (the one check msgspec's raw values skip).
+
+    The only check in C is a decode; a large fragment is decoded a piece at a
+    time, so no text four times its size is built (and paged in) at once.
+    """
+    try:
+        start = 0
+        while size - start > _PIECE:
+            # Not final: a sequence cut at the piece's end is left for the next piece.
+            start += _utf8_decode(view[start : start + _PIECE], "strict", False)[1]
+        _utf8_decode(view[start:], "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _compact_container(data: bytes) -> bool:
