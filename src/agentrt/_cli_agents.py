@@ -75,6 +75,9 @@ def _describe(agent: AgentConfig, default: str | None) -> dict[str, Any]:
         "model": agent.model,
         "permissions": permissions,
         "remote_api_opt_in": agent.remote_api_opt_in,
+        "partial_messages": agent.partial_messages,
+        "preset": agent.preset,
+        "first_output_timeout": agent.first_output_timeout,
     }
 
 
@@ -120,11 +123,20 @@ def show_cmd(name: str, as_json: bool) -> None:
     click.echo(f"args:       {orjson.dumps(info['args']).decode()}")
     click.echo(f"protocol:   {agent.protocol or 'awp-jsonl (default)'}")
     click.echo(f"model:      {agent.model or '-'}")
+    click.echo(f"preset:     {agent.preset or '-'}")
+    click.echo(f"partial_messages: {'true' if agent.partial_messages else 'false'}")
+    click.echo(f"first_output_timeout: {_bound(agent.first_output_timeout)}")
     for key, value in info["env"].items():
         click.echo(f"env:        {key}={value}")
     if info["permissions"] is not None:
         p = info["permissions"]
         click.echo(f"permissions: mode={p['mode'] or '-'} allow={p['allow']} deny={p['deny']}")
+
+
+def _bound(seconds: float | None) -> str:
+    if seconds is None:
+        return "- (the default, or AGENTRT_FIRST_OUTPUT_TIMEOUT)"
+    return "0 (no bound)" if seconds == 0 else f"{seconds:g} s"
 
 
 def _reference_agent() -> tuple[str, list[str]]:

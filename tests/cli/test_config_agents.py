@@ -172,6 +172,30 @@ permissions = {{ mode = "ask", allow = ["Read", "Bash(git status:*)"] }}
         assert "tok-12345678" not in out and "hunter2" not in out
 
 
+def test_agents_show_prints_preset_partial_messages_and_first_output_timeout(tmp_path: Path) -> None:
+    exe = write_fixture_agent(tmp_path)
+    write_config(tmp_path, f"""
+[agents.slow]
+executable = "{exe}"
+preset = "gemini"
+partial_messages = false
+first_output_timeout = 90
+[agents.plain]
+executable = "{exe}"
+""")
+    slow = cli(tmp_path, "agents", "show", "slow")
+    assert slow.returncode == 0, slow.stderr
+    lines = slow.stdout.splitlines()
+    assert "preset:     gemini" in lines
+    assert "partial_messages: false" in lines
+    assert "first_output_timeout: 90 s" in lines
+    plain = cli(tmp_path, "agents", "show", "plain").stdout.splitlines()
+    assert "preset:     -" in plain and "partial_messages: true" in plain
+    assert "first_output_timeout: - (the default, or AGENTRT_FIRST_OUTPUT_TIMEOUT)" in plain
+    as_json = json.loads(cli(tmp_path, "agents", "show", "slow", "--json").stdout)
+    assert (as_json["preset"], as_json["partial_messages"], as_json["first_output_timeout"]) == ("gemini", False, 90)
+
+
 def test_agents_add_keeps_comments_writes_0600_and_refuses_a_duplicate(tmp_path: Path) -> None:
     exe = write_fixture_agent(tmp_path)
     path = write_config(tmp_path, "# my agents\n[agents.old]\nexecutable = \"/bin/true\"  # keep me\n")
