@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from ._dialect_parts import KeepsHostCodec, OpensSessionEarly
 from .errors import AgentrtError
 
 __all__ = ["FORWARD_BOUND", "OPEN_BOUND", "HostedAgent", "can_open_early", "forward", "hosted_codec",
@@ -92,15 +93,18 @@ class HostedAgent:
                 dialect.session_model = value[1]
 
 
-def hosted_codec(conv: Any) -> Any | None:
+def hosted_codec(conv: Any) -> OpensSessionEarly | None:
     """The host codec of ``conv``'s current process when it can open sessions early, else ``None``."""
-    codec = getattr(conv.dialect, "current_host_codec", None)
-    return codec if codec is not None and callable(getattr(codec, "open_session", None)) else None
+    dialect = conv.dialect
+    if not isinstance(dialect, KeepsHostCodec):
+        return None
+    codec = dialect.current_host_codec
+    return codec if isinstance(codec, OpensSessionEarly) else None
 
 
 def can_open_early(dialect: Any) -> bool:
     """True when ``dialect``'s host codecs open sessions before a turn (ACP)."""
-    return hasattr(dialect, "current_host_codec") and callable(getattr(dialect.host_codec(), "open_session", None))
+    return isinstance(dialect, KeepsHostCodec) and isinstance(dialect.host_codec(), OpensSessionEarly)
 
 
 async def open_hosted_session(conv: Any, bound: float | None) -> Mapping[str, Any] | None:

@@ -6,17 +6,29 @@ of these parts by defining its members (no registration, no base class): the
 host that can use it (``agentrt agent``, ``agentrt bridge``, a process that
 could not start) asks ``isinstance(codec, Part)`` once and then calls it.
 Each is runtime-checkable, so the check looks at the members' presence only.
+
+Two parts of the other sides live here too: :class:`OpensSessionEarly`, a
+host codec that opens its agent's session before the first turn, and
+:class:`KeepsHostCodec`, a dialect that keeps the host codec it made last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from .events import Event
 from .permissions import PermissionDecision, PermissionRequest
 
-__all__ = ["AsksPermission", "OpensSessions", "PartialMessages", "RepliesToStartupError"]
+__all__ = [
+    "AsksPermission",
+    "DefersNewSessions",
+    "KeepsHostCodec",
+    "OpensSessionEarly",
+    "OpensSessions",
+    "PartialMessages",
+    "RepliesToStartupError",
+]
 
 
 @runtime_checkable
@@ -79,6 +91,25 @@ class OpensSessions(Protocol):
 
 
 @runtime_checkable
+class DefersNewSessions(OpensSessions, Protocol):
+    """An :class:`OpensSessions` agent codec that can hold its answer to a new session (ACP).
+
+    A host that opens its hosted agent's session first (``agentrt bridge``
+    hosting an ACP agent) sets :attr:`defer_new`: the ``new`` switch from
+    :meth:`take_opened` then carries its request id and is answered with
+    :meth:`answer_switch` once the hosted session is open;
+    :meth:`answer_forwarded` relays the hosted agent's answer to a switch the
+    host forwarded to it.
+    """
+
+    defer_new: bool
+
+    def answer_forwarded(self, kind: str, rid: Any, value: Any, response: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The objects answering switch ``rid`` with the hosted agent's ``response`` (an error passed on as given)."""
+        ...
+
+
+@runtime_checkable
 class RepliesToStartupError(Protocol):
     """An agent codec whose protocol cannot carry a bare startup-error line (JSON-RPC: ACP).
 
@@ -88,4 +119,47 @@ class RepliesToStartupError(Protocol):
 
     def startup_error_reply(self, obj: Any, code: str, message: str) -> dict[str, Any] | None:
         """The answer to input object ``obj`` saying the process could not start; ``None``: not a request."""
+        ...
+
+
+@runtime_checkable
+class OpensSessionEarly(Protocol):
+    """A host codec that opens its agent's session before the first turn and forwards session requests (ACP).
+
+    :meth:`open_session` gives the lines that begin the handshake now
+    (``None``: one has begun); when it ends, :attr:`opened` is set, with
+    :attr:`offer` filled (what the session can switch to) or
+    :attr:`open_failure` saying why as ``(code, message)``.  :meth:`forward`
+    gives the line sending a client's session request to the open session
+    and the slot whose ``done`` event and ``response`` carry the agent's
+    answer; ``None`` when no session is open.
+    """
+
+    opened: Any
+    """A ``trio.Event`` made by :meth:`open_session` (``None`` before)."""
+    open_failure: tuple[str, str] | None
+    offer: Mapping[str, Any]
+
+    def open_session(self) -> bytes | None:
+        """The handshake's first lines, to write now; ``None`` once a handshake has begun."""
+        ...
+
+    def forward(self, method: str, params: Mapping[str, Any]) -> tuple[bytes, Any] | None:
+        """``(line, slot)`` sending request ``method`` to the open session; ``None``: no session is open."""
+        ...
+
+
+@runtime_checkable
+class KeepsHostCodec(Protocol):
+    """A dialect that keeps the host codec it made last (ACP): the one of a conversation's newest process.
+
+    A host that talks to the running process's codec (``agentrt bridge``:
+    :class:`OpensSessionEarly`) reaches it through the conversation's dialect.
+    """
+
+    current_host_codec: Any
+    """The host codec :meth:`host_codec` made last; ``None`` before the first."""
+
+    def host_codec(self) -> Any:
+        """A fresh host codec (every :class:`~agentrt.dialect.Dialect` has it), kept as :attr:`current_host_codec`."""
         ...

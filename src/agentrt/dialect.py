@@ -83,6 +83,9 @@ from typing import Any, Protocol, Union, runtime_checkable
 import attrs
 
 from ._dialect_parts import AsksPermission as AsksPermission
+from ._dialect_parts import DefersNewSessions as DefersNewSessions
+from ._dialect_parts import KeepsHostCodec as KeepsHostCodec
+from ._dialect_parts import OpensSessionEarly as OpensSessionEarly
 from ._dialect_parts import OpensSessions as OpensSessions
 from ._dialect_parts import PartialMessages as PartialMessages
 from ._dialect_parts import RepliesToStartupError as RepliesToStartupError
@@ -107,7 +110,10 @@ __all__ = [
     "PartialMessages",
     "AsksPermission",
     "OpensSessions",
+    "DefersNewSessions",
     "RepliesToStartupError",
+    "OpensSessionEarly",
+    "KeepsHostCodec",
     "Dialect",
     "content_text",
     "make_text_delta",
