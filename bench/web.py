@@ -155,6 +155,7 @@ async def _run(work: Path) -> dict[str, Any]:
     loaded: list[float] = []
     firsts: list[float] = []
     light: list[float] = []
+    page_bytes: list[int] = []
     async with trio.open_nursery() as nursery:
         state = await nursery.start(lambda task_status: serve_web(
             WebOptions(port=0, supervise_bots=False), env=env, stop=stop, on_ready=urls.extend,
@@ -169,6 +170,7 @@ async def _run(work: Path) -> dict[str, Any]:
             _CPU["clients"].append(_children_cpu() - children)
             loaded.append(rate)
             firsts.extend(r["first"] for r in report if r["first"] is not None)
+            page_bytes.extend(r["bytes"] for r in report)
             _, report = await _with_clients(state, urls[0], name, lambda: live.conv.ask("first"))
             light.extend(r["first"] for r in report if r["first"] is not None)
         stop.set()
@@ -200,9 +202,15 @@ async def _run(work: Path) -> dict[str, Any]:
         "first_token_light_turn_ms_p95": round(1000 * light[int(0.95 * (len(light) - 1))], 2),
         "first_token_light_turn_ms_max": round(1000 * light[-1], 2),
         "hub_dropped_subscribers": state.hub.dropped,
+        # What one page received during a loaded turn (its frames: text, live Markdown, the end).
+        "page_kib_per_turn_median": round(statistics.median(page_bytes) / 1024, 1),
         # CPU of this process per line (µs; includes the sqlite writer thread), and of the client process.
         "server_cpu_us_per_line_no_clients": round(statistics.median(_CPU["base"]), 2),
         "server_cpu_us_per_line_with_clients": round(statistics.median(_CPU["loaded"]), 2),
+        # The target: <= 1.1 (the recorder included: the server's database sink runs in this process).
+        "server_cpu_ratio_with_clients": round(statistics.median(_CPU["loaded"]) / statistics.median(_CPU["base"]), 3),
+        "server_cpu_ratio_per_round_median": round(statistics.median(
+            b2 / b1 for b1, b2 in zip(_CPU["base"], _CPU["loaded"])), 3),
         "client_process_cpu_s_per_turn": round(statistics.median(_CPU["clients"]), 3),
     }
 
@@ -251,7 +259,9 @@ def main() -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="agentrt-bench-web-"))
     try:
         started = time.monotonic()
+        load_before = os.getloadavg()[0]
         result = trio.run(_run, work)
+        result["load_1min_before_after"] = f"{load_before:.2f} / {os.getloadavg()[0]:.2f}"
         # With pages streaming, SIGTERM to exit (hypercorn's graceful timeout is 2 s).
         result["sigterm_to_exit_ms_median"] = _sigterm_to_exit_ms(work)
         result["wall_s"] = round(time.monotonic() - started, 2)

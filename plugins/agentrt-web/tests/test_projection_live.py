@@ -103,3 +103,37 @@ async def test_no_rendering_while_no_page_watches(autojump_clock: Any) -> None:
         while not any(m["k"] == "md" for m in got):
             got += messages(await sub.receive.receive())
         assert got[-1]["html"] == "<p><strong>nobody</strong> reads this yet</p>\n"
+
+
+async def test_markdown_frames_keep_to_a_byte_budget_with_many_pages(autojump_clock: Any) -> None:
+    """Each rendering is the whole reply so far, sent to every page: 50 pages of a long reply get fewer."""
+    from agentrt_web._websink import MD_BUDGET
+
+    hub = Hub()
+    pages = [hub.subscribe("thread:t") for _ in range(50)]
+    md_times: list[float] = []
+    sizes: list[int] = []
+
+    async def read(sub: Any, first: bool) -> None:
+        async for frame in sub.receive:
+            for m in messages(frame):
+                if first and m["k"] == "md":
+                    md_times.append(trio.current_time())
+                    sizes.append(len(m["html"].encode()))
+
+    async with trio.open_nursery() as nursery:
+        for n, sub in enumerate(pages):
+            nursery.start_soon(read, sub, n == 0)
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        for _ in range(400):  # 100,000 characters over 4 s of the model's time
+            await sink.handle(batch(TextDelta(text="x" * 250)))
+            await trio.sleep(0.01)
+        await sink.handle(batch(TurnCompleted()))
+        await trio.sleep(10 * MD_INTERVAL)
+        nursery.cancel_scope.cancel()
+    assert len(md_times) >= 2
+    # The pause after each rendering lets its bytes, to every page, fit the budget (was MD_INTERVAL whatever the size).
+    for (at, size), later in zip(zip(md_times, sizes), md_times[1:]):
+        assert later - at >= max(MD_INTERVAL, size * 50 / MD_BUDGET) * 0.99, (at, later, size)
+    assert sum(sizes) * 50 <= MD_BUDGET * (md_times[-1] - md_times[0]) + sizes[-1] * 50

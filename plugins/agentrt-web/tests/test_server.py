@@ -140,7 +140,9 @@ async def test_projection_carries_labels_not_payloads() -> None:
     assert sink.terminals == 1
 
 
-@pytest.mark.parametrize(("pages", "interval"), [(1, 1 / 20), (25, 1 / 20), (50, 1 / 10), (100, 1 / 5), (1000, 1 / 4)])
+@pytest.mark.parametrize(
+    ("pages", "interval"), [(1, 1 / 20), (12, 1 / 20), (25, 1 / 10), (50, 1 / 5), (100, 1 / 4), (1000, 1 / 4)]
+)
 async def test_text_frames_slow_down_as_pages_multiply(autojump_clock: Any, pages: int, interval: float) -> None:
     assert frame_interval(pages) == pytest.approx(interval)
     hub = Hub()

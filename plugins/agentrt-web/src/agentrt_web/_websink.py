@@ -43,12 +43,16 @@ __all__ = ["WebSink", "LiveState", "frame_interval", "step_text"]
 #: agent's line rate.  The first text of a burst, and anything but text, go out at once.
 FRAME_INTERVAL = 1 / 20
 #: Text frames per second for all of a thread's pages together: with many pages open the
-#: interval grows (each frame is a write per page), up to :data:`MAX_FRAME_INTERVAL`.
-FRAME_BUDGET = 500
+#: interval grows (each frame is a write per page), up to :data:`MAX_FRAME_INTERVAL`.  250 keeps
+#: 50 pages within 1.1x the server's CPU per line of none (bench/web.py; 500 cost 1.2x-1.4x).
+FRAME_BUDGET = 250
 MAX_FRAME_INTERVAL = 1 / 4
 #: While a reply streams, its Markdown so far is rendered at most this often (shared by all
 #: of the thread's pages); a render that took long stretches the interval to 10x its cost.
 MD_INTERVAL = 0.25
+#: Bytes of live Markdown per second for all of a thread's pages together: each rendering is the whole
+#: reply so far, sent to every page, so with many pages or a long reply the interval grows to keep to it.
+MD_BUDGET = 4 << 20
 #: Past this length the reply streams as plain text until it ends (rendering it live would cost too much).
 MD_LIVE_MAX = 200_000
 
@@ -236,7 +240,8 @@ class WebSink:
             began = trio.current_time()
             html = render_markdown(text) if len(text) < 20_000 else await trio.to_thread.run_sync(render_markdown, text)
             now = trio.current_time()
-            self._next_md = now + max(MD_INTERVAL, 10 * (now - began))
+            pages = self.hub.subscribers(self.topic)
+            self._next_md = now + max(MD_INTERVAL, 10 * (now - began), len(html) * pages / MD_BUDGET)
         finally:
             self._md_pending = False
         if self.live is not live:
