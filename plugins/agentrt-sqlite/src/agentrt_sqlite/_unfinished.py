@@ -64,13 +64,19 @@ def close_unfinished(db: sqlite3.Connection) -> int:
         path = transcript_of(db, conversation_id)
         if path is None or first_seq is None or writer_alive(path) is not False:
             continue
-        size = path.stat().st_size
-        reply, more = reply_head(db, conversation_id, first_seq, None, size, REPLY_LIMIT)
+        try:
+            size = path.stat().st_size
+            reply, more = reply_head(db, conversation_id, first_seq, None, size, REPLY_LIMIT)
+        except (OSError, ValueError):
+            continue  # removed meanwhile, or not a transcript this agentrt reads: left as it is
         gone.append((storable(reply), int(more), size, row_id))
     if not gone:
         return 0
     closed = 0
-    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        return 0  # a read-only file, or busy past the timeout: a later open closes them
     try:
         for text, clipped, size, row_id in gone:
             # Still running: another opener may have closed it meanwhile.
