@@ -24,8 +24,16 @@ LIMIT = 40
 
 #: (test file, private module it imports) -> why the test looks inside on purpose.
 WHITE_BOX: dict[tuple[str, str], str] = {
-    ("tests/dialects/test_acp_fs.py", "agentrt_acp._fs"):
-        "the file handler's path and size rules, below the protocol",
+    ("plugins/agentrt-acp/tests/test_acp_codec.py", "agentrt._pump"):
+        "the core's per-object decode step (decode_objects) drives the host codec over captures, with no process",
+    ("plugins/agentrt-acp/tests/test_acp_decode_lines.py", "agentrt._pump"):
+        "ACP's chunked decode_lines is held equal to the core's plain decode (decode_objects)",
+    ("plugins/agentrt-stream-json/tests/test_stream_json_memory.py", "agentrt._pump"):
+        "what the host keeps between lines is measured through the core's plain decode (decode_objects)",
+    ("tests/dialects/test_acp_bridge_hosted.py", "agentrt_acp._setup"):
+        "the session set-up requests the bridge relies on, unit by unit, beside the bridge's own tests",
+    ("tests/dialects/test_acp_bridge_hosted.py", "agentrt_acp._session_options"):
+        "which hosted modes and option categories the bridge's client may see, unit by unit",
     ("tests/dialects/test_decode_lines.py", "agentrt_stream_json._host_stream"):
         "the host codec's retention bound (_KEEP_MESSAGES) is the figure under test",
     ("tests/dialects/test_lazy_payloads.py", "agentrt_stream_json._typed"):

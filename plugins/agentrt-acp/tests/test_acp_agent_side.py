@@ -22,7 +22,7 @@ from agentrt.permissions import deny_all
 from agentrt.testing import ReplayResponse, serve_replay
 from agentrt_acp.codec import AcpDialect
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 ECHO = str(ROOT / "docs" / "examples" / "echo_agent.py")
 

@@ -7,7 +7,7 @@ permission for an ``edit`` tool call titled "Modifying critical configuration fi
 from __future__ import annotations
 
 from agentrt import open_conversation
-from agentrt._approval import ApprovalDecision, ApprovalPolicy, ApprovalPrompt, Ruleset
+from agentrt.approval import ApprovalDecision, ApprovalPolicy, ApprovalPrompt, Ruleset
 from agentrt_acp.codec import AcpDialect
 
 from .test_acp_process import _parent_env, _text, _ts_launch, _turn

@@ -21,10 +21,10 @@ from agentrt.events import ControlRequest, Event, ProcessExited, RawEvent, TextD
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 from agentrt_acp.codec import AcpDialect
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
 from fake_anthropic import serve_fake_anthropic
 
-PEERS = Path(__file__).resolve().parents[2] / ".peers" / "node_modules"
+PEERS = Path(__file__).resolve().parents[3] / ".peers" / "node_modules"
 ADAPTER = PEERS / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
 CLAUDE = PEERS / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 BOUND = 120  # a hang guard only: the real CLI starts slowly on a busy machine

@@ -27,7 +27,7 @@ from agentrt.events import (
 from agentrt.testing import check_dialect, normalize_events
 from agentrt_acp.codec import AcpAgentCodec, AcpDialect, AcpHostCodec
 
-CAPTURES = Path(__file__).parent / "fixtures" / "acp"
+CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp"
 
 
 def _lines(path: Path) -> list[Any]:
@@ -404,8 +404,8 @@ TYPED_CASES = [
 
 @pytest.mark.parametrize("loaded", [False, True], ids=["plain", "replaying"])
 def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
-    from agentrt._framing import JsonlReader, Malformed
     from agentrt._pump import decode_objects
+    from agentrt.lowlevel import JsonlReader, Malformed
 
     blob = (
         b"\n".join([*TYPED_CASES, *(CAPTURES / "ts_example_allow.stdout.jsonl").read_bytes().splitlines()[2:]]) + b"\n"

@@ -38,8 +38,8 @@ from agentrt.events import (
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 from agentrt_acp.codec import AcpDialect, AcpOptions
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).parent / "fixtures" / "acp_agent.py"
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp_agent.py"
 TS_AGENT = ROOT / ".peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples" / "agent.js"
 BOUND = 60  # a hang guard only: the TypeScript example sleeps a second between its steps
 

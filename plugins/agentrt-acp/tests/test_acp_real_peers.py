@@ -31,7 +31,7 @@ from agentrt.events import (
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
 from agentrt_acp.codec import AcpDialect
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
 from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, fake_api, launch
 
 # The real CLIs can take longer than the default 20 s to answer initialize on a busy machine.

@@ -25,10 +25,10 @@ from agentrt.approval import ApprovalPolicy, ApprovalPrompt, Ruleset
 from agentrt.events import ControlRequest, TextDelta, ToolResult, TurnCompleted
 from agentrt_stream_json.codec import StreamJsonDialect
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
 from fake_anthropic import serve_fake_anthropic
 
-CLAUDE = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
+CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
 CLAUDE = CLAUDE / "claude"
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 BOUND = 120  # a hang guard only: the real CLI starts slowly on a busy machine

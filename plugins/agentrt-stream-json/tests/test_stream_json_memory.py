@@ -7,7 +7,7 @@ import tracemalloc
 
 import orjson
 
-from agentrt._plugins import Plugins
+from agentrt import Plugins
 from agentrt._pump import decode_objects
 from agentrt.events import Diagnostic, Event, TextDelta
 from agentrt.lowlevel import JsonlReader

@@ -20,8 +20,8 @@ from agentrt.events import ControlRequest, SessionStarted, TextDelta, TurnComple
 from agentrt.permissions import DENY_MESSAGE, PermissionDecision, PermissionRequest, deny_all
 from agentrt_stream_json.codec import StreamJsonDialect
 
-FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
-CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
+CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "captures" / "claude-code"
 BOUND = 20
 
 

@@ -1,0 +1,47 @@
+"""The stream-json plugin's tests: scratch home directories, the real Claude Code captures, the message shapes.
+
+The captures (``tests/captures/claude-code``) and the project's message-shape fixture
+(``tests/fixtures/claude-code``) are the repository's, shared with the core's tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
+from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
+
+REPO_TESTS = Path(__file__).resolve().parents[3] / "tests"
+CAPTURES = REPO_TESTS / "captures" / "claude-code"
+SHAPES = REPO_TESTS / "fixtures" / "claude-code" / "message-shapes.jsonl"
+
+
+def _read(path: Path) -> list[Any]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def capture() -> Callable[[str], list[Any]]:
+    """``capture("basic_two_turns")``: the parsed stdout lines of a real capture."""
+
+    def load(name: str) -> list[Any]:
+        return _read(CAPTURES / (name if name.endswith(".jsonl") else f"{name}.stdout.jsonl"))
+
+    return load
+
+
+@pytest.fixture
+def message_shapes() -> list[Any]:
+    """The parsed lines of ``tests/fixtures/claude-code/message-shapes.jsonl`` (written by the project)."""
+    return _read(SHAPES)
+
+
+@pytest.fixture
+def all_capture_objects() -> list[Any]:
+    """Every object of every capture, and every message shape."""
+    return [obj for path in sorted(CAPTURES.glob("*.jsonl")) for obj in _read(path)] + _read(SHAPES)
