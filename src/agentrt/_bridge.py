@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -25,6 +26,7 @@ from ._bridge_ask import AskTheClient
 from ._bridge_cancel import TurnCancels
 from ._bridge_sessions import HostedConversation, SessionSwitch, session_thread
 from .errors import AgentrtError
+from .threads import AsyncClosable
 
 __all__ = ["BridgeArgs", "parse_bridge_args", "serve_bridge"]
 
@@ -342,10 +344,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
         if opened and not shutdown and outer.cancel_on_close and hosted.conv is not None:
             # A connection-like protocol (ACP): its client is gone, so the running turn has no reader.
             await hosted.conv.cancel_turn()
-    close = getattr(getattr(approvals, "__self__", None), "aclose", None)
-    if close is not None:
-        with trio.CancelScope(shield=True), trio.move_on_after(10):
-            await close()
+    if isinstance(approvals, types.MethodType) and isinstance(approvals.__self__, AsyncClosable):
+        with trio.CancelScope(shield=True), trio.move_on_after(10):  # the recorder's store
+            await approvals.__self__.aclose()
     if hosted.startup_error is not None:
         raise hosted.startup_error
     return 0

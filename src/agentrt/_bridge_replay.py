@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from .events import Event, from_json
+from .threads import AsyncClosable, ThreadHistory
 
 __all__ = ["replay_history"]
 
@@ -53,9 +54,9 @@ async def replay_history(
     store, count = None, 0
     try:
         store = open_store()
-        read = getattr(store, "thread_events", None)
-        if read is None:
+        if not isinstance(store, ThreadHistory):
             return 0
+        read = store.thread_events
         with trio.move_on_after(_REPLAY_BOUND) as scope:
             after = 0
             while True:
@@ -72,8 +73,7 @@ async def replay_history(
         print(f"agentrt bridge: note: the history of {thread} could not be read ({type(exc).__name__})",
               file=sys.stderr, flush=True)  # fmt: skip
     finally:
-        close = getattr(store, "aclose", None)
-        if close is not None:
+        if isinstance(store, AsyncClosable):
             with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_BOUND):
-                await close()
+                await store.aclose()
     return count

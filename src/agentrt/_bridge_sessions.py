@@ -39,6 +39,7 @@ import attrs
 import trio
 
 from .errors import AgentrtError
+from .threads import AsyncClosable
 
 __all__ = ["HostedConversation", "SessionSwitch", "session_thread"]
 
@@ -212,8 +213,7 @@ class HostedConversation:
             except AgentrtError:
                 pass  # no usable database: the id itself is the last guess
             finally:
-                close = getattr(store, "aclose", None)
-                if close is not None:
+                if isinstance(store, AsyncClosable):
                     with trio.CancelScope(shield=True), trio.move_on_after(_LOOKUP_BOUND):
-                        await close()
+                        await store.aclose()
         return client_session

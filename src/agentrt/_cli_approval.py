@@ -83,15 +83,20 @@ def build_approval_policy(
 def store_recorder(plugins: Any, env: Mapping[str, str]) -> Recorder | None:
     """A recorder writing decisions to the thread store's database, when it can (agentrt-sqlite)."""
     store = plugins.thread_store(env)
-    record = getattr(store, "record_approval", None)
-    return record if callable(record) else None
+    from .threads import ApprovalLog
+
+    return store.record_approval if isinstance(store, ApprovalLog) else None
 
 
 async def close_recorder(policy: ApprovalPolicy) -> None:
     """Close the database connection a :func:`store_recorder` opened (bounded; idempotent)."""
+    import types
+
     import trio
 
-    close = getattr(getattr(policy.recorder, "__self__", None), "aclose", None)
-    if close is not None:
+    from .threads import AsyncClosable
+
+    recorder = policy.recorder  # a store's bound record_approval: close its store
+    if isinstance(recorder, types.MethodType) and isinstance(recorder.__self__, AsyncClosable):
         with trio.CancelScope(shield=True), trio.move_on_after(10):
-            await close()
+            await recorder.__self__.aclose()

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from .errors import AgentrtError
+from .threads import AsyncClosable, ConversationLog
 
 __all__ = ["Continuation", "find_continuation", "log_options", "open_log_sink"]
 
@@ -41,16 +42,16 @@ def find_continuation(plugins: Any, env: Mapping[str, str], agent: str | None, c
     import trio
 
     store = plugins.thread_store(env)
-    latest = getattr(store, "latest_conversation", None)
-    if latest is None:
+    if not isinstance(store, ConversationLog):
         raise AgentrtError("thread_store_unavailable", "-c needs the database plugin (agentrt-sqlite)")
 
     async def lookup() -> Any:
         try:
             with trio.fail_after(30):
-                return await latest(agent)
+                return await store.latest_conversation(agent)
         finally:
-            await store.aclose()
+            if isinstance(store, AsyncClosable):
+                await store.aclose()
 
     try:
         row = trio.run(lookup)

@@ -15,7 +15,10 @@ import attrs
 if TYPE_CHECKING:
     from .events import Diagnostic
 
-__all__ = ["ThreadRecord", "ThreadStore", "ThreadSummary", "ThreadBrowser", "TURN_FIELDS"]
+__all__ = [
+    "ThreadRecord", "ThreadStore", "ThreadSummary", "ThreadBrowser", "TURN_FIELDS",
+    "ThreadHistory", "ApprovalLog", "ConversationLog", "ThreadRenamer", "AsyncClosable",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -103,4 +106,57 @@ class ThreadBrowser(Protocol):
 
     async def check_thread(self, name: str) -> tuple[ThreadRecord | None, Diagnostic | None]:
         """The thread (or ``None``) and, when its stored session id cannot be resumed, a diagnostic saying why."""
+        ...
+
+
+@runtime_checkable
+class ThreadHistory(Protocol):
+    """A store that replays a thread's recorded events (checked with ``isinstance``).
+
+    The bridge replays a loaded session from it and the web UI shows stored tool steps
+    and failure messages; without it neither is shown.  The database plugin's store is one.
+    """
+
+    async def thread_events(self, name: str, *, after: int = 0,
+                            limit: int = 1000) -> tuple[list[dict[str, Any]], int]:
+        """A page of the thread's event envelopes, in order, and the cursor to pass as ``after`` next.
+
+        The page comes back empty when there are no more.
+        """
+        ...
+
+
+@runtime_checkable
+class ApprovalLog(Protocol):
+    """A store that records tool-approval decisions (checked with ``isinstance``); without it none are kept."""
+
+    async def record_approval(self, decision: Any) -> None:
+        """Store one decision (an :class:`agentrt.approval.ApprovalDecision`)."""
+        ...
+
+
+@runtime_checkable
+class ConversationLog(Protocol):
+    """A store that finds the newest conversation, what ``agentrt run -c`` continues (checked with ``isinstance``)."""
+
+    async def latest_conversation(self, agent: str | None = None) -> Mapping[str, Any] | None:
+        """The newest conversation with a native session id (of ``agent`` if given), or ``None``."""
+        ...
+
+
+@runtime_checkable
+class ThreadRenamer(Protocol):
+    """A store that renames threads (checked with ``isinstance``); the web UI offers renaming only then."""
+
+    async def rename_thread(self, old: str, new: str) -> bool:
+        """Give thread ``old`` the name ``new`` (its history follows); ``False`` if ``old`` is unknown."""
+        ...
+
+
+@runtime_checkable
+class AsyncClosable(Protocol):
+    """A store holding a resource (a connection) to release; front ends ``await aclose()`` when done with it."""
+
+    async def aclose(self) -> None:
+        """Release what the store holds; idempotent."""
         ...

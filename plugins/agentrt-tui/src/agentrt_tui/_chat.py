@@ -33,6 +33,7 @@ from agentrt.approval import approval_options
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed, Usage
 from agentrt.sinks import apply_sink_choice, open_added_sinks, sink_options
+from agentrt.threads import ThreadBrowser
 
 HELP = """commands:
   /help    this text
@@ -195,9 +196,8 @@ async def _chat(
 
     record = None
     if store is not None and thread_name is not None:
-        check = getattr(store, "check_thread", None)
-        if check is not None:
-            record, diag = await check(thread_name)
+        if isinstance(store, ThreadBrowser):
+            record, diag = await store.check_thread(thread_name)
             if diag is not None:
                 click.secho(f"· {diag.code}: {diag.detail}", dim=True, err=True)
         else:

@@ -28,7 +28,7 @@ import trio
 
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed
-from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadStore
+from agentrt.threads import ApprovalLog, ThreadBrowser, ThreadHistory, ThreadRecord, ThreadRenamer, ThreadStore
 
 from ._agents import ThreadAgent, WebAgents
 from ._hub import Hub, sse_frame
@@ -193,7 +193,7 @@ class ChatManager:
         out: dict[tuple[str, int], str] = {
             (t["conversation_id"], t["turn"]): str(t["message"])[:500]
             for t in turns if t.get("outcome") == "failed" and t.get("message")}
-        reader = getattr(self.store, "thread_events", None)
+        reader = self.store.thread_events if isinstance(self.store, ThreadHistory) else None
         if reader is None or not any(t.get("outcome") == "failed" and t.get("code") != "turn_cancelled"
                                      and not t.get("message") for t in turns):
             return out  # the turn rows have them (the store records a failed turn's message)
@@ -220,7 +220,7 @@ class ChatManager:
         """
         if not valid_thread_name(new):
             raise AgentrtError("invalid_thread_name", "thread names are 1-64 of [A-Za-z0-9._-]")
-        renamer = getattr(self.store, "rename_thread", None)
+        renamer = self.store.rename_thread if isinstance(self.store, ThreadRenamer) else None
         if renamer is None:
             raise AgentrtError("thread_rename_unsupported", "the thread store cannot rename threads")
         live = self._live.get(old)
@@ -359,7 +359,8 @@ class ChatManager:
         return build_approval_policy(
             default_mode="ask", permission_mode=opts.get("permission_mode"), allow_tools=opts.get("allow_tools", ()),
             deny_tools=opts.get("deny_tools", ()), config=permissions, asker=self.approvals.asker(name),
-            ask_timeout=opts.get("ask_timeout", 50.0), recorder=getattr(self.store, "record_approval", None),
+            ask_timeout=opts.get("ask_timeout", 50.0),
+            recorder=self.store.record_approval if isinstance(self.store, ApprovalLog) else None,
             conversation_id=str(uuid.uuid4()), thread=name,
             notify=lambda note: print(f"agentrt web: thread {name!r}: {note}", file=sys.stderr),
         )

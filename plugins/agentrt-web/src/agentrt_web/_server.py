@@ -20,6 +20,7 @@ import trio
 
 from agentrt.errors import AgentrtError
 from agentrt.net import is_loopback_host
+from agentrt.threads import AsyncClosable
 
 __all__ = ["WebOptions", "serve_web", "resolve_token"]
 
@@ -138,10 +139,9 @@ async def serve_web(
             with trio.CancelScope(shield=True):
                 await chats.aclose()
                 await bots.aclose()
-                closer = getattr(store, "aclose", None)
-                if closer is not None:
+                if isinstance(store, AsyncClosable):
                     with trio.move_on_after(5):
-                        await closer()
+                        await store.aclose()
             nursery.cancel_scope.cancel()
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from agentrt.display import escape_text
 from agentrt.labels import tool_label
+from agentrt.threads import ThreadHistory
 
 from ._websink import _running, _subject, step_text
 
@@ -65,7 +66,7 @@ def _identity(store: Any, name: str, turns: Sequence[Mapping[str, Any]]) -> tupl
 
 async def stored_steps(store: Any, name: str, turns: Sequence[Mapping[str, Any]]) -> StoredSteps:
     """The tool steps of thread ``name``'s stored ``turns`` (none when the store cannot replay events)."""
-    reader = getattr(store, "thread_events", None)
+    reader = store.thread_events if isinstance(store, ThreadHistory) else None
     if reader is None or not turns:
         return StoredSteps()
     finished = all(t.get("outcome") not in (None, "running") for t in turns)
