@@ -241,11 +241,14 @@ class SqliteSink:
         # there a thread id is a valid target of setpriority and affects only
         # this thread; elsewhere it would name the process, or another one.
         if self.writer_nice > 0 and sys.platform == "linux":
+            tid = threading.get_native_id()
             try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.writer_nice)
+                # Relative to what the thread inherited (agentrt itself may run under
+                # nice): setpriority takes an absolute value, capped at 19.
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + self.writer_nice))
             except OSError:
                 return
-            self.writer_tid = threading.get_native_id()
+            self.writer_tid = tid
 
     def _run(self) -> None:
         self._lower_priority()
