@@ -11,7 +11,8 @@ A bridge hosting an ACP agent offers what that agent offers instead
 of category ``model`` and ``thought_level`` as the agent sent them, and of its
 ``modes`` only those that keep agentrt's approval in charge
 (:data:`SAFE_MODES`: Gemini CLI's ``yolo`` and ``autoEdit``, claude-agent-acp's
-``acceptEdits`` and ``dontAsk`` would let the agent act without asking).  The client's switches then go to the agent, which answers them.
+``acceptEdits`` and ``dontAsk`` would let the agent act without asking).
+The client's switches then go to the agent, which answers them.
 """
 
 from __future__ import annotations
