@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import trio
 
@@ -32,6 +32,15 @@ __all__ = ["approval_recorder", "bridge_policy"]
 Where = Callable[[], tuple[str | None, str | None]]
 """``(conversation id, thread)`` a decision is recorded under: the hosted conversation's, now."""
 _RECORD_BOUND = 10.0  # the answer to the hosted CLI never waits on the database longer
+
+
+@runtime_checkable
+class _Attributing(Protocol):
+    """A fallback policy that says who decided (the bridge's client asker is one)."""
+
+    async def decide(self, request: PermissionRequest) -> tuple[PermissionDecision, str]:
+        """The decision and who made it (recorded as ``by``)."""
+        ...
 
 
 class _RuledPolicy:
@@ -64,11 +73,8 @@ class _RuledPolicy:
                 return PermissionDecision(allow=True), verdict.by
             if verdict.action == "deny":
                 return PermissionDecision(allow=False, message=f"agentrt: denied ({verdict.by})"), verdict.by
-        decide: Callable[[PermissionRequest], Awaitable[tuple[PermissionDecision, str]]] | None = getattr(
-            self._fallback, "decide", None
-        )
-        if decide is not None:
-            return await decide(request)
+        if isinstance(self._fallback, _Attributing):
+            return await self._fallback.decide(request)
         return await self._fallback(request), "default"
 
     async def _record(self, request: PermissionRequest, decision: PermissionDecision, by: str) -> None:

@@ -39,7 +39,7 @@ import attrs
 import trio
 
 from .errors import AgentrtError
-from .threads import AsyncClosable
+from .threads import AsyncClosable, ThreadStore
 
 __all__ = ["HostedConversation", "SessionSwitch", "session_thread"]
 
@@ -82,7 +82,7 @@ class HostedConversation:
         open_conversation: OpenConversation,
         *,
         resume: str | None,
-        store: Callable[[], Any],
+        store: Callable[[], ThreadStore | None],
         record: Callable[[Any, str | None], Awaitable[None]],
         answer: Callable[[SessionSwitch, str | None], Awaitable[None]],
         sessions: bool,
@@ -203,11 +203,10 @@ class HostedConversation:
         if known:
             return known
         store = self._store()
-        get = getattr(store, "get_thread", None)
-        if get is not None:
+        if store is not None:
             try:
                 with trio.move_on_after(_LOOKUP_BOUND):
-                    record = await get(session_thread(client_session))
+                    record = await store.get_thread(session_thread(client_session))
                     if record is not None and record.session_id:
                         return str(record.session_id)
             except AgentrtError:

@@ -45,8 +45,9 @@ class _Runner:
         self.gave_up = False  # detached by its own recorder_failed
         self.failures = 0  # in a row
         self.failed_batches = 0  # in all, closing included
-        self.coalesce = coalesce and getattr(sink, "policy", "block") == "coalesce"
-        self.size = max(1, int(getattr(sink, "buffer_size", 64)))
+        # ``policy``, ``buffer_size`` and ``name`` are required members of Sink (check_sink asserts them).
+        self.coalesce = coalesce and sink.policy == "coalesce"
+        self.size = max(1, int(sink.buffer_size))
         self.send, self.recv = trio.open_memory_channel[EventBatch](self.size)
         self.pending: list[EventBatch] = []
         self.wake = trio.Event()
@@ -55,7 +56,7 @@ class _Runner:
 
     @property
     def name(self) -> str:
-        return str(getattr(self.sink, "name", type(self.sink).__name__))
+        return str(self.sink.name)
 
     async def deliver(self, batch: EventBatch) -> None:
         if self.failed or self.closed:

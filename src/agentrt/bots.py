@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["BotRecord", "BotStore", "AtomicBotStore"]
+__all__ = ["BotRecord", "BotStore", "AtomicBotStore", "SharedBotStore", "QrReissuer"]
 
 
 @attrs.frozen(kw_only=True)
@@ -82,4 +82,32 @@ class AtomicBotStore(Protocol):
         ``change`` must be quick and pure (it may run in another thread, with a lock
         held); returning the record it was given unchanged writes nothing.
         """
+        ...
+
+
+@runtime_checkable
+class SharedBotStore(Protocol):
+    """A bot store that several hosts may share (checked with ``isinstance``, then the flag read).
+
+    When ``shared_between_hosts`` is true a supervisor runs its bots only under
+    placement leases (``placement_required`` otherwise), since without them every
+    host would run every bot.  The Redis store is one; the JSON files and the database are not.
+    """
+
+    @property
+    def shared_between_hosts(self) -> bool:
+        """Whether other hosts may run bots from this store."""
+        ...
+
+
+@runtime_checkable
+class QrReissuer(Protocol):
+    """A supervisor that reissues a bot's login QR code as one request (checked with ``isinstance``).
+
+    The web UI's "reissue QR" asks it when it has one; otherwise it does the steps itself
+    (stop the bot, forget its login, start it).  The FastAgent supervisor is one.
+    """
+
+    async def request_qr_reissue(self, bot_id: str) -> None:
+        """Stop the bot, forget its login state and start it again, so a fresh QR code is issued."""
         ...

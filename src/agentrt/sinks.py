@@ -49,7 +49,8 @@ from ._os.fdwrite import OUTPUT_CLOSED, FdWriter
 from .events import EventBatch
 
 __all__ = [
-    "Sink", "PausableSink", "SinkFactory", "SinkRegister", "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter",
+    "Sink", "PausableSink", "FlushableSink", "SinkFactory", "SinkRegister",
+    "SinkRole", "SINK_ROLES", "BufferPolicy", "FdWriter",
     "OUTPUT_CLOSED", "sink_options", "apply_sink_choice", "open_added_sinks",
 ]
 
@@ -101,6 +102,19 @@ class PausableSink(Protocol):
 
     def paused(self, after_request: str | None = None) -> AbstractAsyncContextManager[None]:
         """A context in which the sink draws nothing."""
+        ...
+
+
+@runtime_checkable
+class FlushableSink(Protocol):
+    """A sink that can wait until what it was handed so far is stored (a capability checked with ``isinstance``).
+
+    The web UI awaits ``flush()`` (bounded) before it draws a thread from the
+    database, so the page shows the turn that just ended.  The database sink is one.
+    """
+
+    async def flush(self) -> None:
+        """Return when every batch handed to the sink so far is stored."""
         ...
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ThreadRecord", "ThreadStore", "ThreadSummary", "ThreadBrowser", "TURN_FIELDS",
     "ThreadHistory", "ApprovalLog", "ConversationLog", "ThreadRenamer", "AsyncClosable",
+    "ReplyParts",
 ]
 
 
@@ -106,6 +107,33 @@ class ThreadBrowser(Protocol):
 
     async def check_thread(self, name: str) -> tuple[ThreadRecord | None, Diagnostic | None]:
         """The thread (or ``None``) and, when its stored session id cannot be resumed, a diagnostic saying why."""
+        ...
+
+
+@runtime_checkable
+class ReplyParts(Protocol):
+    """A store that reads long replies in parts (checked with ``isinstance``).
+
+    The web UI shows a reply's first part on the thread page and a page per further
+    part; without it replies are shown whole.  The database plugin's store is one.
+    """
+
+    async def thread_turns(
+        self, name: str, limit: int | None = None, *, reply_chars: int | None = None
+    ) -> Sequence[Mapping[str, Any]]:
+        """As :meth:`ThreadBrowser.thread_turns`, each ``reply`` cut to ``reply_chars`` characters.
+
+        With ``reply_chars``, each turn also has ``reply_more``: whether the reply goes on.
+        """
+        ...
+
+    async def reply_part(
+        self, name: str, conversation_id: str, turn: int, offset: int, size: int
+    ) -> tuple[str, bool] | None:
+        """Characters ``offset`` to ``offset + size`` of a turn's reply and whether more follow.
+
+        ``None`` when the thread ``name`` has no such turn.
+        """
         ...
 
 

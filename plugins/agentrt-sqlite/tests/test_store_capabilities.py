@@ -6,18 +6,20 @@ from typing import Any
 import pytest
 
 from agentrt.approval import build_approval_policy, close_recorder, store_recorder
+from agentrt.sinks import FlushableSink
 from agentrt.threads import (
     ApprovalLog,
     AsyncClosable,
     ConversationLog,
+    ReplyParts,
     ThreadBrowser,
     ThreadHistory,
     ThreadRecord,
     ThreadRenamer,
 )
-from agentrt_sqlite.api import SqliteStore
+from agentrt_sqlite.api import SqliteSink, SqliteStore
 
-CAPABILITIES = (ThreadBrowser, ThreadHistory, ApprovalLog, ConversationLog, ThreadRenamer, AsyncClosable)
+CAPABILITIES = (ThreadBrowser, ThreadHistory, ApprovalLog, ConversationLog, ThreadRenamer, AsyncClosable, ReplyParts)
 
 
 class _MinimalStore:
@@ -46,6 +48,16 @@ async def test_sqlite_store_has_each_capability_and_a_minimal_store_none(tmp_pat
         assert not isinstance(_MinimalStore(), capability)
     finally:
         await store.aclose()
+
+
+async def test_the_database_sink_is_flushable_and_a_minimal_sink_not(tmp_path: Path) -> None:
+    sink = SqliteSink(tmp_path / "a.db")
+    try:
+        assert isinstance(sink, FlushableSink)
+        await sink.flush()  # nothing handed over: returns at once
+    finally:
+        await sink.aclose()
+    assert not isinstance(_MinimalStore(), FlushableSink)
 
 
 def _policy(recorder: Any) -> Any:

@@ -316,7 +316,7 @@ def cmd_supervise(
         if env.get("AGENTRT_BOTS_REDIS_URL"):
             return await _supervise_shared(cfg, env, as_json, node, max_bots, lease_ttl)
         sinks: list[Any] = [PrintSink(as_json=as_json)]
-        if hasattr(store, "append_timeline") and isinstance(store, JsonFileBotStore):
+        if isinstance(store, JsonFileBotStore):  # it keeps its own timeline file
             sinks.append(TimelineSink(store))
         else:
             from agentrt import get_plugins

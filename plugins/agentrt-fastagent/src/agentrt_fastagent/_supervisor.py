@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt.bots import BotRecord, BotStore
+from agentrt.bots import BotRecord, BotStore, SharedBotStore
 from agentrt.errors import AgentrtError
 from agentrt.lowlevel import Fanout, collapse_single_group
 from agentrt.sinks import Sink
@@ -225,7 +225,7 @@ async def open_supervisor(
     With a ``placement``, only the bots it allows run here, and orphans are
     stopped when their bot is placed here (the records hide other hosts' pids).
     """
-    if placement is None and getattr(store, "shared_between_hosts", False):
+    if placement is None and isinstance(store, SharedBotStore) and store.shared_between_hosts:
         # Without leases this supervisor would run every bot, whatever the other hosts run.
         raise AgentrtError("placement_required", "bots shared between hosts run under `agentrt bots supervise --redis`")
     lock_fd = await trio.to_thread.run_sync(_take_lock, config) if config.lock else None

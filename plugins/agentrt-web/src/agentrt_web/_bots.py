@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import trio
 
-from agentrt.bots import BotRecord
+from agentrt.bots import BotRecord, QrReissuer
 from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch, Lifecycle, StateChanged
 
@@ -240,7 +240,7 @@ class BotManager:
         from agentrt_fastagent.api import DESIRED_STATES, LOGIN_STATE_FILES
 
         sup = self.supervisor
-        if sup is not None and hasattr(sup, "request_qr_reissue"):
+        if isinstance(sup, QrReissuer):
             await sup.request_qr_reissue(rec.bot_id)
             return
         if sup is None and "reissue_qr" in DESIRED_STATES:

@@ -28,6 +28,7 @@ import trio
 
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed
+from agentrt.sinks import FlushableSink
 from agentrt.threads import ApprovalLog, ThreadBrowser, ThreadHistory, ThreadRecord, ThreadRenamer, ThreadStore
 
 from ._agents import ThreadAgent, WebAgents
@@ -155,11 +156,11 @@ class ChatManager:
         A page drawn from the database right after a turn ended then shows that turn.
         """
         live = self._live.get(name)
-        flush = getattr(live.db_sink, "flush", None) if live is not None else None
-        if flush is not None:
+        sink = live.db_sink if live is not None else None
+        if isinstance(sink, FlushableSink):
             with trio.move_on_after(2.0):
                 try:
-                    await flush()
+                    await sink.flush()
                 except AgentrtError:
                     pass
 
@@ -173,7 +174,7 @@ class ChatManager:
         if live is not None and live.agent is not None:
             return live.agent.name
         record = await self.store.get_thread(name)
-        return getattr(record, "agent", None) if record is not None else None
+        return record.agent if record is not None else None
 
     async def model(self, name: str | None) -> str:
         """The model of thread ``name`` as last reported, else the configured one ("" if unknown)."""
@@ -297,7 +298,7 @@ class ChatManager:
             if record is None:
                 raise AgentrtError("unknown_thread", f"no thread named {name!r}")
             live = LiveThread(name=name, sink=WebSink(self.hub, name, self._nursery),
-                         agent=self.agents.get(getattr(record, "agent", None)))
+                         agent=self.agents.get(record.agent))
             with trio.fail_after(_OPEN_TIMEOUT):
                 await self._nursery.start(self._host, live, record.session_id)
             self._live[name] = live

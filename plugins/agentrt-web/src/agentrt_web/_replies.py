@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agentrt.errors import AgentrtError
+from agentrt.threads import ReplyParts
 
 __all__ = ["REPLY_PART", "thread_turns", "reply_part_route"]
 
@@ -33,7 +34,7 @@ async def thread_turns(
     A store that cannot read parts gives its turns whole, as before.
     """
     browser = chats.browser
-    if browser is None or not hasattr(browser, "reply_part"):
+    if not isinstance(browser, ReplyParts):
         return list(await chats.turns(name, limit))
     return list(await browser.thread_turns(name, limit, reply_chars=reply_chars))
 
@@ -60,7 +61,7 @@ def reply_part_route(
         browser = chats.browser
         conversation = str(request.path_params["conversation"])
         found = None
-        if browser is not None and hasattr(browser, "reply_part"):
+        if isinstance(browser, ReplyParts):
             found = await browser.reply_part(name, conversation, turn, offset, REPLY_PART)
         if found is None:
             return await not_found(request, detail=missing)
