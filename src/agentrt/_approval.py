@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 import trio
@@ -34,6 +34,9 @@ from ._approval_show import always_key, always_scope, input_fields, input_summar
 from .display import SHOW_LIMIT, escape_text, wrap_lines
 from .masking import mask_secrets
 from .permissions import PermissionDecision, PermissionRequest
+
+if TYPE_CHECKING:
+    from ._config import Permissions
 
 __all__ = [
     "ASK_TIMEOUT",
@@ -90,7 +93,7 @@ class Ruleset:
         cli_mode: str | None = None,
         cli_allow: Sequence[str] = (),
         cli_deny: Sequence[str] = (),
-        config: Any = None,
+        config: Permissions | None = None,
     ) -> Ruleset:
         """From ``--permission-mode`` / ``--allow-tool`` / ``--deny-tool`` and a config ``Permissions``.
 
@@ -99,11 +102,11 @@ class Ruleset:
         modes = ("deny", "ask", "allow")
         if cli_mode is not None and cli_mode not in modes:
             raise ValueError(f"permission mode {cli_mode!r} is not one of deny, ask, allow")
-        config_mode = getattr(config, "mode", None)
+        config_mode = config.mode if config is not None else None
         mode, source = (cli_mode, "--permission-mode") if cli_mode is not None else (
             (config_mode, "config") if config_mode is not None else (default_mode, "default"))
-        config_allow = tuple(getattr(config, "allow", ()) or ())
-        config_deny = tuple(getattr(config, "deny", ()) or ())
+        config_allow = tuple(config.allow) if config is not None else ()
+        config_deny = tuple(config.deny) if config is not None else ()
         return cls(
             mode=cast(Mode, mode),  # cli_mode checked above; a config's mode as its schema gave it
             mode_source=source,
