@@ -277,7 +277,10 @@ def _approval_policy(
 
     from agentrt.approval import TerminalAsker, build_approval_policy, store_recorder
 
-    console = getattr(tui.view, "console", None)
+    from ._richview import RichView
+
+    # On a terminal the question is printed through the live view's console (it draws above the live region).
+    console = tui.view.console if isinstance(tui.view, RichView) else None
 
     def show(text: str) -> None:
         if console is not None:
