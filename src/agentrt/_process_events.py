@@ -12,6 +12,7 @@ signal, reaped)``).
 from __future__ import annotations
 
 import os
+import select
 import sys
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -24,6 +25,56 @@ from ._os.spawn import OwnedProcess, _LinuxProcess
 __all__ = ["ChildEvents", "HasFileno", "SyncClosable"]
 
 _HAS_PIDFD = sys.platform == "linux" and hasattr(os, "pidfd_open")
+
+
+_HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+def _status(info: os.waitid_result | None) -> tuple[int | None, int | None]:
+    if info is None:
+        return None, None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status, None
+    return None, info.si_status
+
+
+async def _wait_unreaped(pid: int) -> os.waitid_result | None:
+    """Wait until child ``pid`` has exited, leaving it an unreaped zombie (no pidfd here).
+
+    macOS: a ``NOTE_EXIT`` kevent on trio's kqueue, no thread.  Elsewhere a
+    ``waitid(WNOWAIT)`` in a thread of its own (its own limiter: a thousand
+    idle children must not queue behind trio's default forty), abandoned on
+    cancellation.  Then a ``waitid(WNOHANG | WNOWAIT)`` reads the status.
+    """
+    if sys.platform == "darwin":  # pragma: no cover - macOS
+        await _kevent_exit(pid)
+    else:
+        await trio.to_thread.run_sync(
+            os.waitid, os.P_PID, pid, os.WEXITED | os.WNOWAIT,
+            abandon_on_cancel=True, limiter=trio.CapacityLimiter(1),
+        )
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)  # noqa: ASYNC222 - a zombie: never blocks
+
+
+if sys.platform == "darwin":  # pragma: no cover - macOS
+
+    async def _kevent_exit(pid: int) -> None:
+        kqueue = trio.lowlevel.current_kqueue()
+        note_exit = getattr(select, "KQ_NOTE_EXIT", 0x80000000)
+
+        def event(flags: int) -> select.kevent:
+            return select.kevent(pid, filter=select.KQ_FILTER_PROC, flags=flags, fflags=note_exit)
+
+        try:
+            kqueue.control([event(select.KQ_EV_ADD | select.KQ_EV_ONESHOT)], 0)
+        except ProcessLookupError:
+            return  # already exiting: the waitid below sees it
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            kqueue.control([event(select.KQ_EV_DELETE)], 0)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_kevent(pid, select.KQ_FILTER_PROC, abort)
 
 
 @runtime_checkable
@@ -101,7 +152,10 @@ class ChildEvents:
             try:
                 if _HAS_PIDFD and isinstance(self._proc, _LinuxProcess):
                     returncode, sig = await self._wait_pidfd(self._proc)
-                else:
+                elif _HAS_WAITID:
+                    # Not reaped: the leader's pid (the group id) stays ours until stop's killpg.
+                    returncode, sig = _status(await _wait_unreaped(self._pid))
+                else:  # pragma: no cover - no waitid (not on Linux or macOS)
                     code = await self._proc.wait()
                     reaped = True
                     returncode, sig = (code, None) if code >= 0 else (None, -code)

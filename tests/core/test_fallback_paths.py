@@ -153,22 +153,29 @@ for n, msg in enumerate(lines()):
 
 async def test_an_idle_exit_is_seen_and_the_next_turn_respawns(fallback: Fallback, tmp_path: Path) -> None:
     rec = Recorder()
-    with trio.fail_after(60):  # hang guard only
-        async with open_conversation(
-            script_agent(tmp_path, IDLE_EXIT_AGENT), plugins=PLUGINS, sinks=[rec], parent_env=ENV
-        ) as conv:
-            events = [ev async for ev in conv.send("one")]
-            assert isinstance(events[-1], TurnCompleted)
-            helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
-            first = conv.process
-            assert first is not None
-            exited = await rec.wait_for(lambda ev: isinstance(ev, ProcessExited), timeout=30)
-            assert isinstance(exited, ProcessExited) and not exited.requested and exited.returncode == 0
-            assert isinstance(await conv.ask("two"), TurnCompleted)
-            assert conv.process is not first
-    with helper:  # killed here if it survived
-        if fallback.pidfd:  # without pidfds it survives: see the grandchild test below
-            assert helper.gone(30), "the helper holding the idle agent's stdout survived the conversation"
+    helpers: list[PidWatch] = []  # each process's first turn starts one
+    try:
+        with trio.fail_after(60):  # hang guard only
+            async with open_conversation(
+                script_agent(tmp_path, IDLE_EXIT_AGENT), plugins=PLUGINS, sinks=[rec], parent_env=ENV
+            ) as conv:
+                events = [ev async for ev in conv.send("one")]
+                assert isinstance(events[-1], TurnCompleted)
+                helpers.append(PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta)))))
+                first = conv.process
+                assert first is not None
+                exited = await rec.wait_for(lambda ev: isinstance(ev, ProcessExited), timeout=30)
+                assert isinstance(exited, ProcessExited) and not exited.requested and exited.returncode == 0
+                # The exit's grace ended the output, and the leftover group went down with it.
+                assert helpers[0].gone(30), "the helper holding the idle agent's stdout survived its exit"
+                events = [ev async for ev in conv.send("two")]
+                assert isinstance(events[-1], TurnCompleted)
+                helpers.append(PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta)))))
+                assert conv.process is not first
+        assert helpers[1].gone(30), "the second agent's helper survived the conversation's close"
+    finally:
+        for helper in helpers:
+            helper.close()  # killed here if it survived
 
 
 async def test_an_agent_ignoring_sigterm_is_killed_on_close(fallback: Fallback, tmp_path: Path) -> None:
@@ -189,28 +196,26 @@ async def test_an_agent_ignoring_sigterm_is_killed_on_close(fallback: Fallback, 
     assert pid not in our_children()
 
 
-REAPED_TOO_EARLY = (
-    "without a pidfd the exit task reaps the leader as soon as it exits (trio's Process.wait), so "
-    "AgentProcess.stop skips the final killpg of its group (send_signal is a no-op once reaped) and a "
-    "grandchild holding stdout outlives the conversation; the fix belongs in the engine's exit watch "
-    "(wait without reaping: kqueue NOTE_EXIT on macOS, then waitid(WNOWAIT))"
-)
-
-
 async def test_a_grandchild_holding_stdout_ends_the_turn_and_goes_down_with_it(
-    fallback: Fallback, tmp_path: Path, request: pytest.FixtureRequest
+    fallback: Fallback, tmp_path: Path
 ) -> None:
-    if not fallback.pidfd:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=REAPED_TOO_EARLY))
-    with trio.fail_after(60):  # hang guard only
-        async with open_conversation(script_agent(tmp_path, GRANDCHILD_AGENT), plugins=PLUGINS, parent_env=ENV) as conv:
-            events = [ev async for ev in conv.send("hi")]
-            helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
-    with helper:
+    # Without a pidfd the exit is waited for without reaping too (waitid(WNOWAIT) in a thread,
+    # a kqueue NOTE_EXIT on macOS): the leader's pid names our group until the stop's killpg.
+    helper: PidWatch | None = None
+    try:
+        with trio.fail_after(60):  # hang guard only
+            async with open_conversation(
+                script_agent(tmp_path, GRANDCHILD_AGENT), plugins=PLUGINS, parent_env=ENV
+            ) as conv:
+                events = [ev async for ev in conv.send("hi")]
+                helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
         terminal = events[-1]
         assert isinstance(terminal, TurnFailed) and terminal.code == "exit_before_result"
         assert "code=5" in terminal.message
         assert helper.gone(30), "the grandchild holding stdout survived the conversation"
+    finally:
+        if helper is not None:
+            helper.close()  # killed here if it survived
     assert our_children() == []
 
 
