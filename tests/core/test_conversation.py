@@ -421,16 +421,20 @@ async def test_exit_before_result_while_a_grandchild_holds_stdout_ends_the_turn(
     from agentrt.testing._pids import PidWatch
 
     spec = script_agent(tmp_path, GRANDCHILD_AGENT)
-    with trio.fail_after(60):  # hang guard only: today this turn never ends
-        async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
-            events = [ev async for ev in conv.send("hi")]
-            helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
-    with helper:
+    helper: PidWatch | None = None
+    try:
+        with trio.fail_after(60):  # hang guard only: today this turn never ends
+            async with open_conversation(spec, plugins=PLUGINS, parent_env=ENV) as conv:
+                events = [ev async for ev in conv.send("hi")]
+                helper = PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta))))
         terminal = events[-1]
         assert isinstance(terminal, TurnFailed) and terminal.code == "exit_before_result"
         assert "code=5" in terminal.message
         # The agent's leftover process group went down with the turn.
         assert helper.gone(30), "the grandchild holding stdout survived"
+    finally:
+        if helper is not None:
+            helper.close()  # killed here if it survived
 
 
 async def test_swapped_executable_is_refused_before_the_respawn(tmp_path: Path) -> None:

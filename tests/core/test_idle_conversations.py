@@ -17,6 +17,7 @@ from agentrt._os.child_watch import AVAILABLE
 from agentrt._plugins import Plugins
 from agentrt.events import ProcessExited, TextDelta, TurnCompleted
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
+from agentrt.testing import PidWatch
 
 from .test_child_watcher import _tasks
 from .test_conversation import Recorder, launch, script_agent
@@ -62,12 +63,15 @@ IDLE_EXIT_AGENT = """
 import os, subprocess
 for n, msg in enumerate(lines()):
     emit({"type": "system", "subtype": "init", "session_id": "s-idle", "model": "m-1"})
-    emit({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}})
+    helper = None
+    if n == 0:
+        # A helper that inherits stdout (as an MCP server would) and outlives the agent; named in the answer.
+        helper = subprocess.Popen([sys.executable, "-S", "-c", "import time\\nwhile True: time.sleep(3600)"])
+    text = str(helper.pid) if helper else "ok"
+    emit({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
     emit({"type": "result", "subtype": "success", "is_error": False, "session_id": "s-idle"})
     if n == 0:
-        # After the turn, while the conversation is idle: exit, leaving a helper that holds stdout.
-        subprocess.Popen([sys.executable, "-S", "-c", "import time\\nwhile True: time.sleep(3600)"])
-        os._exit(0)
+        os._exit(0)  # after the turn, while the conversation is idle
 """
 
 
@@ -78,14 +82,33 @@ async def test_an_idle_agent_that_exits_while_a_grandchild_holds_stdout_is_seen_
     # which wakes the parked pump; the next turn starts a new process.
     rec = Recorder()
     spec = script_agent(tmp_path, IDLE_EXIT_AGENT)
-    with trio.fail_after(60):  # hang guard only
-        async with open_conversation(spec, plugins=PLUGINS, sinks=[rec], parent_env=ENV) as conv:
-            assert isinstance(await conv.ask("one"), TurnCompleted)
-            first = conv.process
-            exited = await rec.wait_for(lambda ev: isinstance(ev, ProcessExited), timeout=30)
-            assert isinstance(exited, ProcessExited) and not exited.requested
-            assert isinstance(await conv.ask("two"), TurnCompleted)
-            assert conv.process is not first
+    helpers: list[PidWatch] = []  # each process's first turn starts one
+
+    async def ask_for_helper() -> None:
+        events = [ev async for ev in conv.send("go")]
+        assert isinstance(events[-1], TurnCompleted)
+        # Opened before the grace after the agent's exit can have ended: the pid is surely the helper's.
+        helpers.append(PidWatch(int("".join(ev.text for ev in events if isinstance(ev, TextDelta)))))
+
+    try:
+        with trio.fail_after(60):  # hang guard only
+            async with open_conversation(spec, plugins=PLUGINS, sinks=[rec], parent_env=ENV) as conv:
+                await ask_for_helper()
+                first = conv.process
+                exited = await rec.wait_for(lambda ev: isinstance(ev, ProcessExited), timeout=30)
+                assert isinstance(exited, ProcessExited) and not exited.requested
+                # Its group was killed once the grace had ended the output: before the next turn.
+                assert helpers[0].gone(30), "the helper holding the idle agent's stdout survived its exit"
+                await ask_for_helper()
+                assert conv.process is not first
+                # The second agent exits idle too; the conversation closes within its grace.
+                second = conv.process
+                assert second is not None
+                await second.exited.wait()
+        assert helpers[1].gone(30), "the second agent's helper survived the conversation's close"
+    finally:
+        for helper in helpers:
+            helper.close()  # killed here if it survived
 
 
 async def test_an_ended_output_waits_for_the_exit_in_the_watcher_not_a_task() -> None:
