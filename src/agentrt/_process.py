@@ -9,10 +9,11 @@ channel, no extra copy).  Leaving the context always stops the child with a
 bounded escalation (shutdown line, close stdin, SIGTERM to the group, SIGKILL
 to the group), reaps it and closes every pipe.
 
-On Linux the exit is observed through a pidfd and ``waitid(WNOWAIT)``, so the
-child stays an unreaped zombie until :meth:`AgentProcess.stop`: its pid (which
-is also the process-group id) cannot be recycled meanwhile, which makes the
-final ``killpg`` of leftover grandchildren safe.
+On Linux the exit is observed through a pidfd and ``waitid(WNOWAIT)`` (without
+a pidfd: ``waitid(WNOWAIT)`` in a thread, a kqueue ``NOTE_EXIT`` on macOS), so
+the child stays an unreaped zombie until :meth:`AgentProcess.stop`: its pid
+(which is also the process-group id) cannot be recycled meanwhile, which makes
+the final ``killpg`` of leftover grandchildren safe.
 """
 
 from __future__ import annotations
