@@ -26,27 +26,19 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 from acp_line_client import line_client
-from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, executable_and_args, fake_api, launch_env, require
+from real_acp_peers import (
+    BOUND,
+    PEER_LIST,
+    Peer,
+    age_gemini_chat,
+    agentrt_env,
+    fake_api,
+)
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 BRIDGE = [AGENTRT, "bridge", "--to", "acp"]
 peers = pytest.mark.parametrize("peer", PEER_LIST, ids=lambda p: p.name)
 
-
-def _env(peer: Peer, tmp_path: Path, url: str) -> dict[str, str]:
-    require(peer)
-    executable, args = executable_and_args(peer)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),  # agentrt's own database lives here
-        "AGENTRT_CONFIG": str(tmp_path / "none.toml"),
-        "AWP_AGENT_CLI_EXECUTABLE": executable,
-        "AWP_AGENT_CLI_ARGS_JSON": json.dumps(list(args)),
-        "AWP_AGENT_CLI_ENV_JSON": json.dumps(launch_env(peer, tmp_path / "home", url)),
-        "AWP_AGENT_CLI_PROTOCOL": "acp",
-        "AWP_AGENT_DEFAULT_MODEL": peer.model,
-        "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND),  # a busy machine: Gemini CLI starts slowly
-    }
 
 
 def _work(tmp_path: Path) -> str:
@@ -63,7 +55,7 @@ def _prompt(sid: str, text: str) -> dict[str, Any]:
 async def test_new_session_offers_the_hosted_agents_models_and_switches_reach_it(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, reply="Switched.") as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         with trio.fail_after(BOUND * 2):  # hang guard only
             async with line_client(BRIDGE, env, work) as client:
                 new = await client.open(work)
@@ -116,7 +108,7 @@ async def test_the_client_is_asked_and_its_answers_are_logged_as_run_logs_them(t
     work = _work(tmp_path)
     turns: dict[str, Any] = {}
     with fake_api(peer, tool_command="touch tool-ran.txt") as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         for answer in ("reject_once", "allow_always"):
             with trio.fail_after(BOUND * 2):  # hang guard only
                 async with line_client(BRIDGE, env, work, answer=answer) as client:
@@ -141,7 +133,7 @@ async def test_the_client_is_asked_and_its_answers_are_logged_as_run_logs_them(t
 async def test_session_load_in_a_new_bridge_resumes_the_hosted_session(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, reply="First answer.", pieces=2) as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         with trio.fail_after(BOUND * 3):  # hang guard only
             async with line_client(BRIDGE, env, work) as client:
                 sid = (await client.open(work))["result"]["sessionId"]
@@ -192,7 +184,7 @@ def _children(pid: int) -> list[int]:
 async def test_session_cancel_mid_reply_answers_cancelled_and_leaves_no_process(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, reply="A long reply the client stops.", hold=True) as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         try:
             with trio.fail_after(BOUND * 2):  # hang guard only
                 async with line_client(BRIDGE, env, work) as client:

@@ -24,7 +24,7 @@ import pytest
 import trio
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, executable_and_args, fake_api, launch_env, require
+from real_acp_peers import BOUND, PEER_LIST, Peer, agentrt_env, fake_api
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 POLL = 0.1  # how often the screen is read while waiting for a change on it
@@ -65,16 +65,7 @@ class _Tmux:
 
 
 def _env(peer: Peer, tmp_path: Path, url: str) -> dict[str, str]:
-    require(peer)
-    executable, args = executable_and_args(peer)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8", "TERM": "screen",
-        "AGENTRT_CONFIG": str(tmp_path / "none.toml"), "AWP_AGENT_CLI_EXECUTABLE": executable,
-        "AWP_AGENT_CLI_ARGS_JSON": json.dumps(list(args)),
-        "AWP_AGENT_CLI_ENV_JSON": json.dumps(launch_env(peer, tmp_path / "home", url)),
-        "AWP_AGENT_CLI_PROTOCOL": "acp", "AWP_AGENT_DEFAULT_MODEL": peer.model,
-        "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND),
-    }  # fmt: skip
+    return agentrt_env(peer, tmp_path, url, LANG="C.UTF-8", TERM="screen")
 
 
 @peers

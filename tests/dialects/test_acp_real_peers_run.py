@@ -24,28 +24,12 @@ import pytest
 import trio
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, executable_and_args, fake_api, launch_env, require
+from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, agentrt_env, fake_api
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 TERMINAL = {"turn_completed", "turn_failed"}
 peers = pytest.mark.parametrize("peer", PEER_LIST, ids=lambda p: p.name)
 
-
-def _env(peer: Peer, tmp_path: Path, url: str) -> dict[str, str]:
-    require(peer)
-    executable, args = executable_and_args(peer)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),  # agentrt's own database lives here
-        "AGENTRT_CONFIG": str(tmp_path / "none.toml"),
-        "AWP_AGENT_CLI_EXECUTABLE": executable,
-        "AWP_AGENT_CLI_ARGS_JSON": json.dumps(list(args)),
-        "AWP_AGENT_CLI_ENV_JSON": json.dumps(launch_env(peer, tmp_path / "home", url)),
-        "AWP_AGENT_CLI_PROTOCOL": "acp",
-        "AWP_AGENT_DEFAULT_MODEL": peer.model,
-        # Gemini CLI can take longer than the default 20 s to answer initialize on a busy machine.
-        "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND),
-    }
 
 
 def _run(env: dict[str, str], work: Path, *args: str) -> tuple[int, list[dict[str, Any]]]:
@@ -73,7 +57,7 @@ def _work(tmp_path: Path) -> Path:
 def test_run_streams_and_records_allow_and_deny(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, tool_command="touch tool-ran.txt") as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         denied_status, denied = _run(env, work, "make the file")
         assert not (work / "tool-ran.txt").exists()
         status, allowed = _run(env, work, "--allow-tool", "execute", "make the file")
@@ -120,7 +104,7 @@ def _group_gone(pgid: int) -> bool:
 async def test_ctrl_c_mid_reply_one_terminal_event_no_leftover(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, reply="A long reply the user stops.", hold=True) as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         with trio.fail_after(BOUND):  # hang guard only
             proc = await trio.lowlevel.open_process(
                 [AGENTRT, "run", "--json", "talk"], env=env, cwd=work, stdout=subprocess.PIPE,
@@ -158,7 +142,7 @@ async def test_ctrl_c_mid_reply_one_terminal_event_no_leftover(tmp_path: Path, p
 def test_run_continue_loads_the_session(tmp_path: Path, peer: Peer) -> None:
     work = _work(tmp_path)
     with fake_api(peer, reply="First answer.", pieces=2) as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         status, first = _run(env, work, "remember this")
         assert status == 0, first
         (done,) = _terminals(first)
@@ -179,7 +163,7 @@ def test_codex_takes_the_model_through_its_config_option(tmp_path: Path) -> None
 
     work = _work(tmp_path)
     with fake_api(CODEX_PEER, reply="Small model here.") as api:
-        env = _env(CODEX_PEER, tmp_path, api.url)
+        env = agentrt_env(CODEX_PEER, tmp_path, api.url)
         status, lines = _run(env, work, "--no-log", "-m", "gpt-5.4-mini", "hi")
         assert status == 0, lines
         assert _text(lines) == "Small model here."
@@ -197,7 +181,7 @@ async def test_run_writes_each_delta_as_it_comes_not_at_the_end(tmp_path: Path, 
     # The fake API holds the reply after its first piece: that piece must reach run's stdout while it holds.
     work = _work(tmp_path)
     with fake_api(peer, reply="One two three four five six.", pieces=3, hold=True) as api:
-        env = _env(peer, tmp_path, api.url)
+        env = agentrt_env(peer, tmp_path, api.url)
         with trio.fail_after(BOUND):  # hang guard only
             proc = await trio.lowlevel.open_process(
                 [AGENTRT, "run", "--json", "--no-log", "talk"], env=env, cwd=work, stdout=subprocess.PIPE,
