@@ -52,7 +52,7 @@ async def test_a_v5_database_migrates_once_and_its_history_reads_beside_new_tran
     finally:
         await store.aclose()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     assert db.execute("SELECT transcript FROM conversations").fetchall() == [(None,)]
     db.close()
 

@@ -220,8 +220,18 @@ def _v8(db: _Tx) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN message TEXT")
 
 
+def _v9(db: _Tx) -> None:
+    # Every open of the database looks for turns left ``running`` by a killed
+    # agentrt (agentrt_sqlite._unfinished).  A partial index holds only those
+    # (a turn's entry goes when it ends), so the look-up reads a near-empty
+    # index instead of scanning every turn ever recorded; it covers the query.
+    db.execute(
+        "CREATE INDEX turns_running ON turns(outcome, conversation_id, first_seq) WHERE outcome = 'running'"
+    )
+
+
 #: The migrations in order: index ``i`` brings version ``i`` to ``i + 1``.
-MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)
+MIGRATIONS: tuple[Callable[[_Tx], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)
 #: The version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -30,13 +30,16 @@ from ._logs import reply_head
 from ._reading import transcript_of
 from ._recorder import REPLY_LIMIT, storable
 
-__all__ = ["close_unfinished", "writer_alive", "MESSAGE", "UNFINISHED"]
+__all__ = ["close_unfinished", "writer_alive", "MESSAGE", "RUNNING_TURNS", "UNFINISHED"]
 
 #: The message of a turn closed here.
 MESSAGE = ("the recording of this turn ended before the turn did (its agentrt process was gone: killed, or "
            "the machine stopped, or recording failed); the reply is what its transcript kept")
 #: The terminal event such a turn never recorded: what its row is closed with.
 UNFINISHED = TurnFailed(code="turn_unfinished", message=MESSAGE)
+#: The look-up every open makes: answered from the partial index ``turns_running`` (schema v9),
+#: which holds the running turns only, so it costs the same however many turns were recorded.
+RUNNING_TURNS = "SELECT id, conversation_id, first_seq FROM turns WHERE outcome = 'running'"
 
 
 def writer_alive(path: Path) -> bool | None:
@@ -58,7 +61,7 @@ def writer_alive(path: Path) -> bool | None:
 
 def close_unfinished(db: sqlite3.Connection) -> int:
     """Close every ``running`` turn whose writer is gone as ``turn_unfinished``; how many were closed."""
-    rows = db.execute("SELECT id, conversation_id, first_seq FROM turns WHERE outcome = 'running'").fetchall()
+    rows = db.execute(RUNNING_TURNS).fetchall()
     gone: list[tuple[str, int, int, int]] = []
     for row_id, conversation_id, first_seq in rows:
         path = transcript_of(db, conversation_id)
