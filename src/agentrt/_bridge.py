@@ -191,9 +191,9 @@ async def serve_bridge(args: BridgeArgs, env: Mapping[str, str], plugins: Any, s
     one at a time, in order.
     """
     from ._bridge_policy import approval_recorder, bridge_policy
-    from ._config import resolve_agent
     from ._conversation import Conversation, open_conversation
     from ._launch import is_valid_session_id
+    from ._resolve_agent import resolve_agent
     from .agent._io import Oversized, read_lines
     from .dialect import AsksPermission, InputError, Interrupt, OpensSessions, PartialMessages, Shutdown, Turn
     from .events import Diagnostic, TurnFailed

@@ -1,7 +1,7 @@
 """``agentrt agents``: list, show, add and remove the named agents of the config file.
 
 Also :func:`resolve_for_cli`, the command-line face of
-:func:`agentrt._config.resolve_agent` that every command (``run``, ``chat``,
+:func:`agentrt._resolve_agent.resolve_agent` that every command (``run``, ``chat``,
 ``web``, ``check``, ``bridge``) calls: an error prints
 ``agentrt: error: <code>: <message>`` and exits 2.
 """
@@ -17,10 +17,11 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from ._config import AgentConfig, Config, ResolvedAgent, load_config, parse_config, resolve_agent
+from ._config import AgentConfig, Config, load_config, parse_config
 from ._launch import contains_remote_url
 from ._preset_find import check_executable, fill_preset
 from ._presets import PRESETS
+from ._resolve_agent import ResolvedAgent, resolve_agent
 from .errors import AgentrtError
 from .masking import mask_args, mask_env, mask_text
 
@@ -52,7 +53,7 @@ def resolve_for_cli(
     executable: str | None = None,
     config: Config | None = None,
 ) -> ResolvedAgent:
-    """:func:`~agentrt._config.resolve_agent`, exiting 2 with the error's code on failure."""
+    """:func:`~agentrt._resolve_agent.resolve_agent`, exiting 2 with the error's code on failure."""
     try:
         return resolve_agent(env, agent, executable=executable, protocol=protocol, model=model, config=config)
     except AgentrtError as exc:

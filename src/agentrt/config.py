@@ -12,12 +12,12 @@ from __future__ import annotations
 from ._config import AgentConfig as AgentConfig
 from ._config import Config as Config
 from ._config import Permissions as Permissions
-from ._config import ResolvedAgent as ResolvedAgent
 from ._config import config_path as config_path
 from ._config import load_config as load_config
 from ._config import mask_env as mask_env
 from ._config import parse_config as parse_config
-from ._config import resolve_agent as resolve_agent
+from ._resolve_agent import ResolvedAgent as ResolvedAgent
+from ._resolve_agent import resolve_agent as resolve_agent
 
 __all__ = [
     "AgentConfig",

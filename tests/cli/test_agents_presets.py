@@ -165,7 +165,7 @@ def test_the_claude_code_preset_runs_the_real_cli_with_approval(tmp_path: Path) 
 
 
 def test_partial_messages_and_preset_keys_are_checked_and_reach_the_launch(tmp_path: Path) -> None:
-    from agentrt._config import parse_config, resolve_agent
+    from agentrt.config import parse_config, resolve_agent
     from agentrt.errors import AgentrtError
 
     path = tmp_path / "config.toml"

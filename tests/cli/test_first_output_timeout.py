@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agentrt._config import parse_config, resolve_agent
+from agentrt.config import parse_config, resolve_agent
 from agentrt.errors import AgentrtError
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
