@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ._replay import replay
-from ._transcript import transcript_dir
+from ._transcript import OpenFiles, transcript_dir
 
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\.atr")
 
@@ -41,16 +41,17 @@ def transcript_of(db: sqlite3.Connection, conversation_id: str) -> Path | None:
 
 
 def conversation_events(
-    db: sqlite3.Connection, conversation_id: str, *, end: int | None = None
+    db: sqlite3.Connection, conversation_id: str, *, end: int | None = None, files: OpenFiles | None = None
 ) -> Iterator[dict[str, Any]]:
     """A conversation's event envelopes in order: its transcript replayed, else its ``events`` rows.
 
-    A transcript that is missing (removed by hand) gives nothing.
+    A transcript that is missing (removed by hand) gives nothing.  ``files``:
+    see :func:`~agentrt_sqlite._replay.replay`.
     """
     path = transcript_of(db, conversation_id)
     if path is not None:
         if path.exists():
-            yield from replay(path, conversation_id, end=end)
+            yield from replay(path, conversation_id, end=end, files=files)
         return
     last = -1
     while True:  # pages by id, so a long conversation never sits in memory at once
@@ -101,21 +102,30 @@ class ThreadEvents:
 
     The cursor is the number of events handed out so far.  A page whose
     cursor is the one the last page returned continues the same replay; any
-    other cursor replays from the start and skips (correct, slower).
+    other cursor replays from the start and skips (correct, slower).  Up to
+    :data:`KEPT` replays are kept paused between pages, and a paused one holds
+    no descriptor: its transcript files are closed at the end of each page and
+    reopened at the offsets reached when the next page resumes it.
     """
 
+    #: How many paused replays are kept (a few readers at once: web pages, an export).
+    KEPT = 8
+
     def __init__(self) -> None:
-        self._streams: dict[tuple[str, int], Iterator[dict[str, Any]]] = {}
+        self._streams: dict[tuple[str, int], tuple[Generator[dict[str, Any], None, None], OpenFiles]] = {}
 
     def page(self, db: sqlite3.Connection, name: str, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         """Up to ``limit`` envelopes after ``after``, and the next cursor."""
         after = max(0, int(after))
-        stream = self._streams.pop((name, after), None)
-        if stream is None:
-            stream = _thread_stream(db, name)
+        kept = self._streams.pop((name, after), None)
+        if kept is None:
+            files = OpenFiles()
+            stream = _thread_stream(db, name, files)
             for _ in range(after):
                 if next(stream, None) is None:
                     return [], after
+        else:
+            stream, files = kept
         out: list[dict[str, Any]] = []
         for env in stream:
             out.append(env)
@@ -123,16 +133,20 @@ class ThreadEvents:
                 break
         cursor = after + len(out)
         if len(out) >= limit:
-            while len(self._streams) >= 8:  # a few readers at once (web pages, an export)
-                self._streams.pop(next(iter(self._streams)))
-            self._streams[(name, cursor)] = stream
+            files.close()  # paused: its readers reopen their files when resumed
+            while len(self._streams) >= self.KEPT:
+                old, _ = self._streams.pop(next(iter(self._streams)))
+                old.close()
+            self._streams[(name, cursor)] = (stream, files)
+        else:
+            stream.close()
         return out, cursor
 
 
-def _thread_stream(db: sqlite3.Connection, name: str) -> Iterator[dict[str, Any]]:
+def _thread_stream(db: sqlite3.Connection, name: str, files: OpenFiles) -> Generator[dict[str, Any], None, None]:
     ids = [r[0] for r in db.execute(
         "SELECT c.id FROM conversations c JOIN threads t ON c.thread_id = t.id WHERE t.name = ?"
         " ORDER BY c.started_at, c.rowid", (name,),
     ).fetchall()]
     for cid in ids:
-        yield from conversation_events(db, cid)
+        yield from conversation_events(db, cid, files=files)

@@ -30,7 +30,7 @@ from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize
 
 from ._encode import encode_event
 from ._notes import BULK
-from ._transcript import read_header, read_records
+from ._transcript import OpenFiles, read_header, read_records
 
 __all__ = ["CodecFor", "Decoder", "default_codec", "replay"]
 
@@ -102,10 +102,10 @@ def _loads(data: bytes) -> Any:
         return json.loads(data)  # a lone surrogate, kept as its escape: orjson refuses it
 
 
-def _marks(path: Path, end: int | None) -> Iterator[tuple[int, int, Any, float, float]]:
+def _marks(path: Path, end: int | None, files: OpenFiles | None) -> Iterator[tuple[int, int, Any, float, float]]:
     # The E events in order of their sequence numbers (the sink writes them so), read lazily:
     # (seq, eats, JSON form, wall, seconds from the start).  One record (a batch) at a time in memory.
-    for _kind, ms, _at, payload in read_records(path, 0, end, kinds=b"E"):
+    for _kind, ms, _at, payload in read_records(path, 0, end, kinds=b"E", files=files):
         record = _loads(payload)
         wall = float(record["wall"])
         for seq, eat, event in record["events"]:
@@ -113,7 +113,8 @@ def _marks(path: Path, end: int | None) -> Iterator[tuple[int, int, Any, float, 
 
 
 def replay(
-    path: Path, source: str, *, end: int | None = None, codec_for: CodecFor = default_codec
+    path: Path, source: str, *, end: int | None = None, codec_for: CodecFor = default_codec,
+    files: OpenFiles | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The conversation's events from its transcript at ``path``, in order (see the module docstring).
 
@@ -122,11 +123,12 @@ def replay(
     ``invalid_cli_protocol`` diagnostic saying so.  Streams: the ``E`` records
     and the output are read side by side, so the memory a replay takes is a
     record's, whatever the transcript's size, and a reader that stops early
-    reads no further.
+    reads no further.  With ``files``, its two readers' files can be closed
+    while it is paused (:class:`~agentrt_sqlite._transcript.OpenFiles`).
     """
     header = read_header(path)
     wall0 = float(header.get("wall") or 0.0)
-    marks = _marks(path, end)
+    marks = _marks(path, end, files)
     mark = next(marks, None)
     seq = 0
     eat = 0
@@ -148,7 +150,7 @@ def replay(
         seq += 1
 
     decoder: Decoder | None = None
-    for kind, ms, _at, payload in read_records(path, 0, end, kinds=b"POC"):
+    for kind, ms, _at, payload in read_records(path, 0, end, kinds=b"POC", files=files):
         if kind == b"P":
             meta = orjson.loads(payload)
             decoder = None

@@ -38,13 +38,13 @@ import time
 from collections.abc import Callable, Iterator
 from hashlib import sha256
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 __all__ = [
-    "MAGIC", "HEAD", "Record", "Transcript", "TranscriptTap", "agentrt_version", "read_header", "read_records",
-    "transcript_dir", "transcript_name",
+    "MAGIC", "HEAD", "OpenFiles", "Record", "Transcript", "TranscriptTap", "agentrt_version", "read_header",
+    "read_records", "transcript_dir", "transcript_name",
 ]
 
 MAGIC = b"AGENTRT-TRANSCRIPT 1\n"
@@ -227,23 +227,73 @@ def read_header(path: Path) -> dict[str, Any]:
     return meta
 
 
-def read_records(path: Path, start: int = 0, end: int | None = None, kinds: bytes | None = None) -> Iterator[Record]:
+class OpenFiles:
+    """The files a set of paused readers holds open, so that they can be closed between reads.
+
+    A reader given one (:func:`read_records`) adds its file when it opens it;
+    :meth:`close` closes them all, and each reader, when next asked for a
+    record, opens its file again and seeks to where it stopped.  So a replay
+    kept for later (a page of a thread's events) holds no descriptor while it
+    waits.  Owned by one thread at a time (the store's lock).
+    """
+
+    def __init__(self) -> None:
+        self._files: set[BinaryIO] = set()
+
+    def add(self, f: BinaryIO) -> None:
+        """Track ``f`` (opened by a reader)."""
+        self._files.add(f)
+
+    def discard(self, f: BinaryIO) -> None:
+        """Stop tracking ``f`` (its reader closed it)."""
+        self._files.discard(f)
+
+    def close(self) -> None:
+        """Close every tracked file (their readers reopen them when resumed)."""
+        files, self._files = self._files, set()
+        for f in files:
+            f.close()
+
+
+def read_records(
+    path: Path, start: int = 0, end: int | None = None, kinds: bytes | None = None, files: OpenFiles | None = None,
+) -> Iterator[Record]:
     """The records whose head lies in ``[start, end)`` (``start`` 0: the first), in order.
 
     ``kinds`` keeps only those kinds (their payloads are read; the others are
     skipped with a seek).  A torn last record (the writer was killed in the
-    middle of it) ends the iteration.
+    middle of it) ends the iteration.  The records read are those the file
+    held when the iteration began.  With ``files``, the file may be closed
+    between two records (:meth:`OpenFiles.close`): the next one reopens it at
+    the offset where reading stopped, and ends the iteration when the file is
+    gone or is another one.
     """
-    with open(path, "rb") as f:
+    # Not a with block: the file may be replaced by a reopened one; the finally closes whichever is current.
+    f: BinaryIO = open(path, "rb")  # noqa: SIM115
+    try:
         if f.read(len(MAGIC)) != MAGIC:
             raise ValueError("not an agentrt transcript")
         f.readline(1 << 16)
         first = f.tell()
-        size = os.fstat(f.fileno()).st_size
+        st = os.fstat(f.fileno())
+        size, identity = st.st_size, (st.st_dev, st.st_ino)
         stop = size if end is None else min(end, size)
         at = max(start, first)
         f.seek(at)
+        if files is not None:
+            files.add(f)
         while at + HEAD.size <= stop:
+            if f.closed:  # closed while paused: on again from the offset reached
+                try:
+                    f = open(path, "rb")  # noqa: SIM115
+                except OSError:
+                    return
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) != identity:
+                    return
+                if files is not None:
+                    files.add(f)
+                f.seek(at)
             head = f.read(HEAD.size)
             if len(head) < HEAD.size:
                 return
@@ -258,3 +308,7 @@ def read_records(path: Path, start: int = 0, end: int | None = None, kinds: byte
             else:
                 f.seek(length, os.SEEK_CUR)
             at += HEAD.size + length
+    finally:
+        if files is not None:
+            files.discard(f)
+        f.close()
