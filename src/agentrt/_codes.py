@@ -112,6 +112,7 @@ exit_before_result | the agent exited before it reported a result | read the age
 turn_unfinished | the turn's recording ended before the turn did (its agentrt process was killed, the machine stopped, or recording failed); closed on the next open of the database with the reply its transcript kept | send the prompt again
 session_exited | the conversation was stopped while a turn was in flight | open a new conversation
 runtime_output_oversize | an agent's output line exceeded 4 MiB; the agent was stopped | a bug in the agent; report it
+owner_hook_failed | a host's own policy (a `ProcessOwner` hook) raised while its agent process ran; that process was stopped | a bug in the host; the error's cause says which hook and why
 agent_internal_error | the reference agent failed in an unexpected way | report it with the agent's log
 managed_tool_call_limit | the model made more tool calls in one turn than allowed | simplify the task
 managed_tool_round_limit | the model gave no final answer within the allowed provider rounds | simplify the task

@@ -2,15 +2,15 @@
 
 The process (spawn and respawn with ``--resume``, its read loop and parking,
 the first-output watch, raw taps, the bounded stop, its end) is the engine's,
-:class:`agentrt._engine.HostedProcess`, fed by
-:class:`agentrt._conversation_launch.ConversationLaunch`; the rules
-(:class:`agentrt._turn_rules.TurnRules`), early ends (:mod:`agentrt._cancel`),
-control answers (:mod:`agentrt._control`) and the sinks
-(:class:`agentrt._fanout.Fanout`) each live in their own module.
+:class:`agentrt._engine.HostedProcess`, whose owner is the conversation's
+:class:`agentrt._conversation_owner.ConversationOwner` (each process's spec,
+codec and probe; what its output and its end mean for the live turn); the
+rules (:class:`agentrt._turn_rules.TurnRules`), early ends
+(:mod:`agentrt._cancel`), control answers (:mod:`agentrt._control`) and the
+sinks (:class:`agentrt._fanout.Fanout`) each live in their own module.
 
 What stays here: sending one turn (encoded once, one stdin write attempt per
-send, never replayed), what the process's end means for the live turn,
-cancelling and closing.  Everything decoded from one stdout chunk travels as
+send, never replayed), cancelling and closing.  Everything decoded from one stdout chunk travels as
 one :class:`~agentrt.events.EventBatch`.  The agent exiting before the
 terminal event fails the turn with ``exit_before_result``, at the latest
 :data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
@@ -30,8 +30,8 @@ import trio
 
 from ._cancel import end_turn as _end_turn
 from ._control import answer_control
-from ._conversation_launch import ConversationLaunch
-from ._engine import HostedProcess, ProcessEnd
+from ._conversation_owner import ConversationOwner
+from ._engine import HostedProcess
 from ._exceptions import collapse_single_group
 from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES, Fanout
 from ._launch import LaunchSpec, is_valid_session_id
@@ -39,12 +39,11 @@ from ._mismatch import first_output_timeout as _first_output_from_env
 from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
 from ._tap import TapSource
-from ._turn_rules import TurnRules, exit_how
+from ._turn_rules import TurnRules
 from ._turn_stream import TurnState, TurnStream
-from ._why import exit_reason
 from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
-from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
+from .events import ControlRequest, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
 from .permissions import PermissionPolicy
 
 if TYPE_CHECKING:
@@ -95,29 +94,10 @@ class Conversation:
         self._seq = 0
         self._internal_events: list[Event] = []
         self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=CLOSE_TIMEOUT)
-        self._processes = processes = ConversationLaunch(
-            launch,
-            dialect,
-            conversation_id=conversation_id,
-            cwd=cwd,
-            parent_env=parent_env,
-            term_grace=term_grace,
-            first_output=first_output,
+        self._owner = owner = ConversationOwner(
+            self, cwd=cwd, parent_env=parent_env, term_grace=term_grace, first_output=first_output
         )
-        self._engine = HostedProcess(
-            processes.spec,
-            processes.codec,
-            nursery=nursery,
-            on_events=self._dispatch,
-            on_oversize=self._oversize,
-            on_exit=self._exited,
-            on_send_error=self._send_failed,
-            on_spawn=self._spawned,
-            idle=self._idle,
-            tap=processes.tap,
-            probe=processes.probe,
-            on_mismatch=self._mismatch,
-        )
+        self._engine = HostedProcess(owner, nursery=nursery)
         # Made on first use: a thousand idle conversations need none.
         self._send_lock: trio.Lock | None = None
 
@@ -158,7 +138,7 @@ class Conversation:
         """
         self._fanout.attach(sink)
         if isinstance(sink, TapSource):
-            self._processes.tap_sources += (sink,)
+            self._owner.tap_sources += (sink,)
 
     @property
     def exit_status(self) -> ExitStatus | None:
@@ -261,7 +241,7 @@ class Conversation:
                 # Abandoned (its stream left unclosed): end it as closing it would have.
                 await _end_turn(previous, self._engine, self._fail)
             engine = self._engine
-            resume = self.session_id or self._resume
+            resume = self._rules.session_id or self._resume
             codec = engine.next_codec(resume)
             data = codec.encode_turn(turn)  # once; refuses unsupported blocks before any write
             self._turns += 1
@@ -289,43 +269,6 @@ class Conversation:
                     await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
                 raise
             return state
-
-    # -- the engine's callbacks ----------------------------------------------
-    def _idle(self) -> bool:
-        # No live turn: nothing waits on the output, so the read loop may park.
-        turn = self._turn
-        return turn is None or turn.progress.terminal is not None
-
-    # (Bound methods, not lambdas: a thousand idle conversations hold these.)
-    def _spawned(self, proc: AgentProcess) -> None:
-        self._rules.new_process()
-
-    async def _mismatch(self, failure: TurnFailed) -> None:
-        await self._fail(failure.code, failure.message)
-
-    async def _send_failed(self, exc: AgentrtError) -> None:
-        await self._fail(exc.code, exc.detail or exc.code)
-
-    async def _oversize(self, proc: AgentProcess, before: list[Event]) -> bool:
-        # Stopped before the turn ends: a next turn must not be written to this agent.
-        with trio.CancelScope(shield=True):
-            await proc.stop()
-        await self._dispatch(
-            before
-            + [Diagnostic(code="runtime_output_oversize", detail="stdout line exceeded 4 MiB; stopping the agent")]
-            + self._rules.fail_current("runtime_output_oversize", "the agent's output exceeded 4 MiB without a newline")
-        )
-        return False
-
-    async def _exited(self, end: ProcessEnd) -> None:
-        # How the process ended decides the live turn's fate.
-        status, turn = end.status, self._turn
-        ours = turn is not None and turn.proc is end.process
-        reason = None
-        ending = turn is not None and ours and turn.progress.live
-        if ending and turn is not None and not (turn.progress.cancel_requested or status.requested):
-            reason = await exit_reason(end.process, exit_how(status))  # the agent's last stderr lines say why
-        await self._dispatch(self._rules.at_exit(status, ours=ours, reason=reason))
 
     # -- shutdown ------------------------------------------------------------
     async def _aclose(self) -> None:

@@ -6,18 +6,19 @@ FastAgent bot supervisor) builds on.  It owns the agent process
 (:class:`~agentrt._pump.Pump`), the parking of that loop while the owner is
 idle (:class:`~agentrt._live.LiveProcess`), the first-output watch
 (:class:`~agentrt._mismatch.FirstOutputWatch`), the raw taps, and the verdict
-on the process's end.  It knows nothing of turns: the owner's policy comes in
-as callbacks.
+on the process's end.  It knows nothing of turns: the owner's policy is one
+object, a :class:`ProcessOwner`, whose methods the engine calls.
 
-A prompt's way to the agent's stdin: the owner encodes it with :attr:`codec`
-(:meth:`next_codec` before a respawn), :meth:`ensure` gives the process that
-will read it, :meth:`send` writes it (:meth:`AgentProcess.send`).
+A prompt's way to the agent's stdin: the owner encodes it with
+:meth:`HostedProcess.next_codec`'s codec, :meth:`~HostedProcess.ensure`
+gives the process that will read it, :meth:`~HostedProcess.send` writes it
+(:meth:`AgentProcess.send`).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 import trio
@@ -32,10 +33,13 @@ from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import Event, TurnFailed
 
-__all__ = ["HostedProcess", "ProcessEnd", "PUMP_DRAIN_TIMEOUT"]
+__all__ = ["HOOK_FAILED", "HostedProcess", "ProcessEnd", "ProcessOwner", "PUMP_DRAIN_TIMEOUT"]
 
 PUMP_DRAIN_TIMEOUT = 10.0
 """Bound on waiting for a stopped or exited process's read loop to end (respawn, stop)."""
+
+HOOK_FAILED = "owner_hook_failed"
+"""The code of :attr:`ProcessEnd.failure` when one of the owner's hooks raised."""
 
 
 @attrs.frozen
@@ -48,111 +52,116 @@ class ProcessEnd:
     """How it ended."""
     output: PumpResult
     """How its output ended (``eof`` False: cut off after the exit, or stopped at an oversize line)."""
+    failure: AgentrtError | None = None
+    """Set when an owner hook raised while this process ran (code :data:`HOOK_FAILED`, the hook's
+    exception as its ``__cause__``): the engine stopped the process then and called no hook of it since."""
+
+
+class ProcessOwner(Protocol):
+    """What a :class:`HostedProcess` asks of its owner: the one object its policy lives in.
+
+    Contract, method by method (the engine never calls two at once for one process):
+
+    * ``await launch(resume, codec)`` gives the :class:`ProcessSpec` of the next
+      process; it may check things first (in a thread) and may raise (e.g.
+      ``spawn_failed``): nothing is spawned then, and :meth:`HostedProcess.ensure`
+      raises it.  ``new_codec(resume)`` makes and starts the next process's
+      :class:`HostCodec`: every process speaks a fresh one.
+    * ``probe()`` gives the process's :class:`ProtocolProbe` (``None``: no
+      protocol check), asked at the first :meth:`HostedProcess.send` to it;
+      ``tap(process, number)`` its :class:`RawTap` or ``None`` (numbered from 1),
+      asked right after the spawn.
+    * ``await on_spawn(process)`` runs after each spawn and before anything of
+      it is read (the read loop starts once it returned).
+    * ``await on_events(events)`` gets each stdout chunk's decoded events in
+      order (the read loop waits for it); ``await on_oversize(process, before)``
+      answers, at a line past the framing cap, whether to read on;
+      ``await on_send_error(error)`` gets a failed write of what the codec owes
+      the agent; ``await on_mismatch(failure)`` a ``protocol_mismatch`` failure
+      of the first-output bound (the process is stopped after it).
+    * ``idle()`` says that nobody waits on the output: the read loop then parks
+      (no task) until there is output, where the run has a shared watcher.
+    * ``await on_exit(end)`` runs once per process, after its output ended and it
+      exited.  An exception from any other hook (not a cancellation) stops that
+      process and reaches ``on_exit`` as ``end.failure`` (:data:`HOOK_FAILED`);
+      one from ``on_exit`` itself propagates to the engine's nursery.
+    """
+
+    async def launch(self, resume: str | None, codec: HostCodec) -> ProcessSpec: ...
+    def new_codec(self, resume: str | None) -> HostCodec: ...
+    def probe(self) -> ProtocolProbe | None: ...
+    def tap(self, process: AgentProcess, number: int) -> RawTap | None: ...
+    def idle(self) -> bool: ...
+    async def on_spawn(self, process: AgentProcess) -> None: ...
+    async def on_events(self, events: list[Event]) -> None: ...
+    async def on_oversize(self, process: AgentProcess, before: list[Event]) -> bool: ...
+    async def on_send_error(self, error: AgentrtError) -> None: ...
+    async def on_mismatch(self, failure: TurnFailed) -> None: ...
+    async def on_exit(self, end: ProcessEnd) -> None: ...
 
 
 class HostedProcess:
-    """One agent process at a time for its owner: spawned, read, watched, stopped (see the module doc).
+    """One agent process at a time for its :class:`ProcessOwner`: spawned, read, watched, stopped.
 
-    Contract:
+    Contract (the owner's side is :class:`ProcessOwner`'s):
 
-    * ``launch(resume, codec)`` gives the :class:`ProcessSpec` of the next
-      process (it may raise, e.g. ``spawn_failed`` for an executable swapped
-      since; nothing is spawned then); ``codec(resume)`` makes and starts the
-      :class:`HostCodec` of the next process: every process speaks a fresh one.
-    * ``on_events(events)`` gets each stdout chunk's decoded events in order
-      (the read loop waits for it); ``on_oversize(process, before)`` is asked
-      at a line past the framing cap whether to read on; ``on_send_error``
-      gets a failed write of what the codec owes the agent;
-      ``on_spawn(process)`` is called right after each spawn, before any read.
-    * ``on_exit(end)`` is called once per process, after its output ended
-      (EOF, or :data:`EXIT_OUTPUT_GRACE` after the exit) and it has exited;
-      with ``exit_wait`` set, a process that closed its stdout but lives on is
-      stopped that many seconds after EOF (else its exit is awaited).
-    * ``idle()``, when given, says that nobody waits on the output: the read
-      loop then parks (no task) until there is output, where the run has a
-      shared watcher.
-    * ``tap(process, number)`` may give a :class:`RawTap` for each process
-      (numbered from 1): it sees every stdout chunk before it is decoded and
-      every stdin write after it was written, and is closed with the process.
-    * ``probe()`` gives each process's :class:`ProtocolProbe`: while the owner
-      is not idle and after the first :meth:`send`, output of another dialect
-      gets the ``protocol_mismatch`` failure inserted after it and the process
-      is stopped; :meth:`send` with ``waiting`` bounds the wait for a
-      recognised line (``on_mismatch`` gets the failure, the process is stopped).
+    * :meth:`ensure` gives the running process or spawns the next one;
+      :meth:`next_codec` the codec a write goes through (so it is encoded once);
+      :meth:`send` writes; :meth:`signal` signals the process (group) it
+      spawned, no other; :meth:`stop` and :meth:`close` end it, bounded.
+    * With ``exit_wait`` set, a process that closed its stdout but lives on
+      is stopped that many seconds after EOF (else its exit is awaited);
+      reading ends ``exit_grace`` seconds after the exit at the latest.
+    * While the owner is not idle and after the first :meth:`send` to a
+      process, output of another dialect gets the ``protocol_mismatch`` failure
+      inserted after it and the process is stopped; :meth:`send` with
+      ``waiting`` bounds the wait for a recognised line (``on_mismatch``).
+    * A hook that raises ends its process (see :class:`ProcessOwner`).
 
     Every wait is bounded; the process is always stopped and reaped, its
     context left by the read loop's last task (or by :meth:`close`).
+    :attr:`process` and :attr:`codec` are the current (or last) process and
+    its codec (``None`` before the first spawn): read them, never assign.
     """
 
     __slots__ = (  # sorted; a thousand idle conversations hold one engine each
-        "_closed", "_codec", "_done", "_exit_grace", "_exit_wait", "_idle", "_inputs", "_launch", "_live",
-        "_new_codec", "_nursery", "_on_events", "_on_exit", "_on_mismatch", "_on_oversize", "_on_send_error",
-        "_on_spawn", "_pending", "_probe", "_proc", "_replace", "_stop_lock", "_tap", "_watch", "exit_status",
-        "spawned",
+        "_closed", "_done", "_exit_grace", "_exit_wait", "_failure", "_live", "_nursery", "_owner",
+        "_pending", "_replace", "_stop_lock", "_watch", "codec", "exit_status", "process", "spawned",
     )  # fmt: skip
 
     def __init__(
         self,
-        launch: Callable[[str | None, HostCodec], ProcessSpec],
-        codec: Callable[[str | None], HostCodec],
+        owner: ProcessOwner,
         *,
         nursery: trio.Nursery,
-        on_events: Callable[[list[Event]], Awaitable[None]],
-        on_oversize: Callable[[AgentProcess, list[Event]], Awaitable[bool]],
-        on_exit: Callable[[ProcessEnd], Awaitable[None]] | None = None,
-        on_send_error: Callable[[AgentrtError], Awaitable[None]] | None = None,
-        on_spawn: Callable[[AgentProcess], None] | None = None,
-        idle: Callable[[], bool] | None = None,
-        tap: Callable[[AgentProcess, int], RawTap | None] | None = None,
-        probe: Callable[[], ProtocolProbe] | None = None,
-        on_mismatch: Callable[[TurnFailed], Awaitable[None]] | None = None,
         exit_grace: float = EXIT_OUTPUT_GRACE,
         exit_wait: float | None = None,
     ) -> None:
-        self._launch = launch
-        self._new_codec = codec
+        self._owner = owner
         self._nursery = nursery
-        self._on_events = on_events
-        self._on_oversize = on_oversize
-        self._on_exit = on_exit
-        self._on_send_error = on_send_error
-        self._on_spawn = on_spawn
-        self._idle = idle
-        self._tap = tap
-        self._probe = probe
-        self._on_mismatch = on_mismatch
         self._exit_grace = exit_grace
         self._exit_wait = exit_wait
         #: How the last process ended, once one has.
         self.exit_status: ExitStatus | None = None
         #: Processes spawned so far.
         self.spawned = 0
-        self._codec: HostCodec | None = None
+        #: The current (or last) process, if one was spawned.
+        self.process: AgentProcess | None = None
+        #: The current process's codec (``None`` before the first spawn).
+        self.codec: HostCodec | None = None
         self._pending: tuple[HostCodec, str | None] | None = None  # next_codec's, for the next spawn
-        self._proc: AgentProcess | None = None
         self._done: trio.Event | None = None
         self._live: LiveProcess | None = None
-        self._watch: FirstOutputWatch | None = None
-        self._inputs = 0  # sends to the current process
+        self._watch: FirstOutputWatch | None = None  # made at the first send: an unprompted process needs none
+        self._failure: AgentrtError | None = None  # a hook of the current process raised
         self._closed = False
         self._replace = False  # the process may hold half a write: the next ensure stops it first
         self._stop_lock: trio.Lock | None = None  # made on first use: idle hosts need none
 
-    # -- what the owner reads ----------------------------------------------
-    @property
-    def process(self) -> AgentProcess | None:
-        """The current (or last) process, if one was spawned."""
-        return self._proc
-
-    @property
-    def codec(self) -> HostCodec | None:
-        """The current process's codec (``None`` before the first spawn)."""
-        return self._codec
-
     @property
     def running(self) -> bool:
         """A process is spawned, has not exited, and nothing asked for it to be replaced or stopped."""
-        proc, done = self._proc, self._done
+        proc, done = self.process, self._done
         return (
             proc is not None
             and done is not None
@@ -169,11 +178,13 @@ class HostedProcess:
         The running process's; otherwise a fresh one, started for ``resume``,
         that the next :meth:`ensure` with the same ``resume`` spawns with.
         """
-        if self.running and self._codec is not None:
-            return self._codec
-        if self._pending is None or self._pending[1] != resume:
-            self._pending = (self._new_codec(resume), resume)
-        return self._pending[0]
+        codec = self.codec
+        if codec is not None and self.running:
+            return codec
+        pending = self._pending
+        if pending is None or pending[1] != resume:
+            self._pending = pending = (self._owner.new_codec(resume), resume)
+        return pending[0]
 
     # -- the process ---------------------------------------------------------
     async def ensure(self, resume: str | None = None) -> AgentProcess:
@@ -181,7 +192,7 @@ class HostedProcess:
 
         Waits (bounded) for a stop under way and for an exited process's read
         loop to end first.  Raises ``session_exited`` after :meth:`close`, and
-        whatever ``launch`` or the spawn raise (``spawn_failed``).
+        whatever the owner's ``launch`` or the spawn raise (``spawn_failed``).
         """
         if self._replace:
             self._replace = False
@@ -189,7 +200,7 @@ class HostedProcess:
         if self._stop_lock is not None and self._stop_lock.locked():
             async with self._stop_lock:  # a stop is under way (a cancel's): the next write goes to a new process
                 pass
-        proc, done = self._proc, self._done
+        proc, done = self.process, self._done
         if proc is not None and done is not None and not done.is_set():
             if not proc.exited.is_set():
                 return proc
@@ -198,10 +209,10 @@ class HostedProcess:
         if self._closed:
             raise AgentrtError("session_exited", "the conversation was stopped")
         pending = self._pending
-        codec = pending[0] if pending is not None and pending[1] == resume else self._new_codec(resume)
-        spec = self._launch(resume, codec)  # may refuse (the executable is checked again): nothing spawned
+        codec = pending[0] if pending is not None and pending[1] == resume else self._owner.new_codec(resume)
+        spec = await self._owner.launch(resume, codec)  # may refuse (e.g. the executable swapped): nothing spawned
         self._pending = None
-        self._codec = codec
+        self.codec = codec
         if child_watch.AVAILABLE:
             return await self._start_live(spec, codec)
         started: AgentProcess = await self._nursery.start(self._run_process, spec, codec)
@@ -217,21 +228,29 @@ class HostedProcess:
         ``waiting``, on the first send to a process, arms the first-output bound
         (see the class doc): it says whether the write still waits on an answer.
         """
-        proc = self._proc
+        proc = self.process
         if proc is None:
             raise AgentrtError("stdin_unavailable", "no agent process is running")
-        self._inputs += 1
+        if waiting is not None and self._watch is None and self._failure is None:
+            probe = self._owner.probe()  # before the write: its answer may be read before this task runs on
+            self._watch = FirstOutputWatch(probe, nursery=self._nursery) if probe is not None else None
         await proc.send(data)
         watch = self._watch
         if waiting is not None and watch is not None:
             watch.arm(lambda: waiting() and not proc.exited.is_set(), self._silent)
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the process (group) this engine spawned last; a no-op before it, and once it is reaped."""
+        proc = self.process
+        if proc is not None:
+            proc.send_signal(sig)  # AgentProcess signals only its own group, never once reaped
 
     async def stop(self) -> ExitStatus | None:
         """Stop the current process (idempotent, shielded, bounded); a later :meth:`ensure` spawns anew."""
         if self._stop_lock is None:
             self._stop_lock = trio.Lock()
         async with self._stop_lock:
-            proc, done = self._proc, self._done
+            proc, done = self.process, self._done
             if proc is not None and done is not None:
                 with trio.CancelScope(shield=True):
                     await proc.stop()
@@ -262,43 +281,41 @@ class HostedProcess:
         return status
 
     # -- spawning and reading ------------------------------------------------
-    def _spawned(self, proc: AgentProcess, codec: HostCodec) -> None:
+    async def _spawned(self, proc: AgentProcess) -> None:
         self.spawned += 1
-        self._inputs = 0
-        if self._tap is not None:
-            proc.tap = self._tap(proc, self.spawned)
-        probe = self._probe
         self._watch = None
-        if probe is not None:
-            self._watch = FirstOutputWatch(probe(), nursery=self._nursery)
-        if self._on_spawn is not None:
-            self._on_spawn(proc)
+        self._failure = None
+        owner = self._owner
+        hook = "tap"
+        try:
+            proc.tap = owner.tap(proc, self.spawned)
+            hook = "on_spawn"
+            await owner.on_spawn(proc)
+        except Exception as exc:
+            self._hook_failed(hook, exc)
 
-    def _oversize(self, proc: AgentProcess) -> Callable[[list[Event]], Awaitable[bool]]:
-        return functools.partial(self._on_oversize, proc)
+    def _hook_failed(self, hook: str, exc: Exception) -> None:
+        # The owner's policy broke on this process: no hook of it runs again but on_exit, which is told why.
+        if self._failure is None:
+            failure = AgentrtError(HOOK_FAILED, f"the owner's {hook} raised {type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+            self._failure = failure
+            self._nursery.start_soon(self.stop)
 
     async def _start_live(self, spec: ProcessSpec, codec: HostCodec) -> AgentProcess:
         # No task of its own while idle: the pump parks between turns (see agentrt._live).
         context = open_process(spec)
         proc = await context.__aenter__()
+        pump = Pump(
+            proc, codec, self._events, on_oversize=self._oversize, on_send_error=self._send_failed,
+            exit_grace=self._exit_grace,
+        )  # fmt: skip
         live = LiveProcess(
-            proc,
-            context,
-            Pump(
-                proc,
-                codec,
-                self._events,
-                on_oversize=self._oversize(proc),
-                on_send_error=self._on_send_error,
-                exit_grace=self._exit_grace,
-            ),
-            nursery=self._nursery,
-            idle=self._idle or _never,
-            after_output=self._after_output,
+            proc, context, pump, nursery=self._nursery, idle=self._owner.idle, after_output=self._after_output,
             park_until_exit=self._exit_wait is None,
-        )
-        self._live, self._proc, self._done = live, proc, live.done
-        self._spawned(proc, codec)
+        )  # fmt: skip
+        self._live, self.process, self._done = live, proc, live.done
+        await self._spawned(proc)
         live.start()
         return proc
 
@@ -309,29 +326,56 @@ class HostedProcess:
         self._done = done
         try:
             async with open_process(spec) as proc:
-                self._proc = proc
-                self._spawned(proc, codec)
+                self.process = proc
+                await self._spawned(proc)
                 task_status.started(proc)
                 result = await pump_events(
-                    proc, codec, self._events, on_oversize=self._oversize(proc),
-                    on_send_error=self._on_send_error, exit_grace=self._exit_grace,
-                )
+                    proc, codec, self._events, on_oversize=self._oversize, on_send_error=self._send_failed,
+                    exit_grace=self._exit_grace,
+                )  # fmt: skip
                 await self._after_output(proc, result)
         finally:
             done.set()
 
     async def _events(self, events: list[Event]) -> None:
+        if self._failure is not None:
+            return
+        owner = self._owner
         watch = self._watch
-        if watch is not None and watch.probe.armed and self._inputs and not (self._idle is not None and self._idle()):
+        if watch is not None and watch.probe.armed and not owner.idle():
             events, mismatch = watch.look(events)
             if mismatch:
                 # This process will never answer in the configured dialect: stop it.
                 self._nursery.start_soon(self.stop)
-        await self._on_events(events)
+        try:
+            await owner.on_events(events)
+        except Exception as exc:
+            self._hook_failed("on_events", exc)
+
+    async def _oversize(self, before: list[Event]) -> bool:
+        # The pump of the current process: ensure spawns the next only once this one's read loop ended.
+        proc = self.process
+        if self._failure is not None or proc is None:
+            return True  # read (and discard) on until the stop ends the output
+        try:
+            return await self._owner.on_oversize(proc, before)
+        except Exception as exc:
+            self._hook_failed("on_oversize", exc)
+            return True
+
+    async def _send_failed(self, error: AgentrtError) -> None:
+        if self._failure is None:
+            try:
+                await self._owner.on_send_error(error)
+            except Exception as exc:
+                self._hook_failed("on_send_error", exc)
 
     async def _silent(self, failure: TurnFailed) -> None:
-        if self._on_mismatch is not None:
-            await self._on_mismatch(failure)
+        if self._failure is None:
+            try:
+                await self._owner.on_mismatch(failure)
+            except Exception as exc:
+                self._hook_failed("on_mismatch", exc)
         await self.stop()
 
     async def _after_output(self, proc: AgentProcess, result: PumpResult) -> None:
@@ -344,9 +388,4 @@ class HostedProcess:
                     await proc.stop()
             status = await proc.wait()
         self.exit_status = status
-        if self._on_exit is not None:
-            await self._on_exit(ProcessEnd(proc, status, result))
-
-
-def _never() -> bool:
-    return False
+        await self._owner.on_exit(ProcessEnd(proc, status, result, self._failure))

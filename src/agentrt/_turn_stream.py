@@ -78,11 +78,6 @@ class TurnStream:
     ) -> None:
         await self.aclose()
 
-    async def _started(self) -> TurnState:
-        if self._state is None:
-            self._state = await self._begin(self._turn)
-        return self._state
-
     async def _receive(self, state: TurnState) -> Sequence[Event]:
         state.waiting += 1
         try:
@@ -93,7 +88,9 @@ class TurnStream:
     async def __anext__(self) -> Event:
         if self._closed:
             raise StopAsyncIteration
-        state = await self._started()
+        state = self._state
+        if state is None:  # the first iteration writes the turn
+            state = self._state = await self._begin(self._turn)
         while self._pos >= len(self._buffer):
             if self._done:
                 raise StopAsyncIteration
@@ -120,7 +117,9 @@ class TurnStream:
         """
         if self._closed:
             return
-        state = await self._started()
+        state = self._state
+        if state is None:
+            state = self._state = await self._begin(self._turn)
         if self._pos < len(self._buffer):
             # What plain iteration had received but not returned yet; it may end the turn.
             rest = self._buffer[self._pos :]

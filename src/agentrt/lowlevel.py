@@ -20,8 +20,10 @@ are not: import from here).  The pieces:
   one-line forms, :func:`parse_fragment` parses one value cut out of a line the same way;
 * the host engine: :class:`HostedProcess` runs one agent process at a time
   for a host (spawn and respawn with ``--resume``, the read loop and its
-  parking while idle, the first-output watch, raw taps, the bounded stop) and
-  hands each process's end over as a :class:`ProcessEnd`; a
+  parking while idle, the first-output watch, raw taps, the bounded stop) for
+  one :class:`ProcessOwner` (the host's policy, whose methods it calls) and
+  hands each process's end over as a :class:`ProcessEnd` (an owner hook that
+  raised ends its process with :data:`HOOK_FAILED`); a
   :class:`ProtocolProbe` per process tells a wrong dialect early; a sink that is a
   :class:`TapSource` gives a :class:`RawTap` per process (:class:`TapInfo`
   says which); :func:`pump_events` is the read loop it and every host use
@@ -54,8 +56,10 @@ API, because ordinary embedders use them too.
 from __future__ import annotations
 
 from ._cancel import CANCEL_GRACE as CANCEL_GRACE
+from ._engine import HOOK_FAILED as HOOK_FAILED
 from ._engine import HostedProcess as HostedProcess
 from ._engine import ProcessEnd as ProcessEnd
+from ._engine import ProcessOwner as ProcessOwner
 from ._exceptions import collapse_single_group as collapse_single_group
 from ._fanout import CLOSE_TIMEOUT as CLOSE_TIMEOUT
 from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
@@ -101,6 +105,7 @@ __all__ = [
     "ExitStatus",
     "EXIT_OUTPUT_GRACE",
     "Fanout",
+    "HOOK_FAILED",
     "HostedProcess",
     "MALFORMED_LINE",
     "MAX_SINK_FAILURES",
@@ -117,6 +122,7 @@ __all__ = [
     "OutputOversize",
     "OversizeLine",
     "ProcessEnd",
+    "ProcessOwner",
     "ProcessSpec",
     "ProtocolProbe",
     "READ_SIZE",

@@ -12,8 +12,9 @@ import trio
 
 from agentrt import open_conversation
 from agentrt.dialect import HostCodec, Turn
-from agentrt.events import Event, SessionStarted, TextDelta, TurnCompleted
-from agentrt.lowlevel import AgentProcess, HostedProcess, ProcessEnd, ProcessSpec
+from agentrt.errors import AgentrtError
+from agentrt.events import Event, SessionStarted, TextDelta, TurnCompleted, TurnFailed
+from agentrt.lowlevel import AgentProcess, HostedProcess, ProcessEnd, ProcessSpec, ProtocolProbe, RawTap
 from agentrt.testing import fixture_agent_argv
 from agentrt.testing._pids import our_children
 
@@ -24,9 +25,11 @@ _AGENT_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
 
 class Host:
-    """What a test host sees of its engine: every event, every end, every spawn."""
+    """A test host: the engine's owner (a :class:`ProcessOwner`) that keeps every event, end and spawn."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: ProcessSpec | None = None, mode: str = "normal") -> None:
+        self.spec = spec
+        self.mode = mode
         self.events: list[Event] = []
         self.ends: list[ProcessEnd] = []
         self.spawns: list[AgentProcess] = []
@@ -35,27 +38,44 @@ class Host:
         self.ended = trio.Event()
         self.changed = trio.Event()
 
-    def launch(self, mode: str = "normal") -> Any:
-        def spec(resume: str | None, codec: HostCodec) -> ProcessSpec:
-            self.launches.append(resume)
-            extra = ("--resume", resume) if resume else ()
-            return ProcessSpec(argv=fixture_agent_argv(mode, *extra), env=_AGENT_ENV, term_grace=1.0)
+    async def launch(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
+        self.launches.append(resume)
+        if self.spec is not None:
+            return self.spec
+        extra = ("--resume", resume) if resume else ()
+        return ProcessSpec(argv=fixture_agent_argv(self.mode, *extra), env=_AGENT_ENV, term_grace=1.0)
 
-        return spec
-
-    def codec(self, resume: str | None) -> HostCodec:
+    def new_codec(self, resume: str | None) -> HostCodec:
         codec = PLUGINS.dialect("awp-jsonl").host_codec()
         codec.start(resume=resume, model=None, cwd=os.getcwd())
         self.codecs.append(codec)
         return codec
+
+    def probe(self) -> ProtocolProbe | None:
+        return None
+
+    def tap(self, process: AgentProcess, number: int) -> RawTap | None:
+        return None
+
+    def idle(self) -> bool:
+        return False
+
+    async def on_spawn(self, process: AgentProcess) -> None:
+        self.spawns.append(process)
 
     async def on_events(self, events: list[Event]) -> None:
         self.events.extend(events)
         self.changed.set()
         self.changed = trio.Event()
 
-    async def on_oversize(self, proc: AgentProcess, before: list[Event]) -> bool:
+    async def on_oversize(self, process: AgentProcess, before: list[Event]) -> bool:
         raise AssertionError("no line is that long here")
+
+    async def on_send_error(self, error: AgentrtError) -> None:
+        raise AssertionError("awp-jsonl owes the agent nothing")
+
+    async def on_mismatch(self, failure: TurnFailed) -> None:
+        raise AssertionError("no probe here")
 
     async def on_exit(self, end: ProcessEnd) -> None:
         self.ends.append(end)
@@ -67,17 +87,8 @@ class Host:
             while sum(isinstance(ev, kind) for ev in self.events) < count:
                 await self.changed.wait()
 
-    def engine(self, nursery: trio.Nursery, mode: str = "normal", **kw: Any) -> HostedProcess:
-        return HostedProcess(
-            self.launch(mode),
-            self.codec,
-            nursery=nursery,
-            on_events=self.on_events,
-            on_oversize=self.on_oversize,
-            on_exit=self.on_exit,
-            on_spawn=self.spawns.append,
-            **kw,
-        )
+    def engine(self, nursery: trio.Nursery, **kw: Any) -> HostedProcess:
+        return HostedProcess(self, nursery=nursery, **kw)
 
 
 async def test_an_engine_spawns_pumps_and_hands_over_the_exit_of_its_process() -> None:
@@ -114,12 +125,9 @@ async def test_without_the_shared_watcher_the_engine_reads_and_ends_a_process_th
     tmp_path: Path,
 ) -> None:
     spec = script_agent(tmp_path, STDERR_AGENT).process_spec(PLUGINS.dialect("awp-jsonl"), parent_env=ENV)
-    host = Host()
+    host = Host(spec)
     async with trio.open_nursery() as nursery:
-        engine = HostedProcess(
-            lambda resume, codec: spec, host.codec, nursery=nursery, on_events=host.on_events,
-            on_oversize=host.on_oversize, on_exit=host.on_exit,
-        )  # fmt: skip
+        engine = host.engine(nursery)
         proc = await engine.ensure()
         fallback.check_process(proc)
         assert engine.codec is not None
@@ -164,16 +172,9 @@ async def test_exit_wait_stops_a_process_that_closed_its_stdout_but_lives_on(tmp
     script = tmp_path / "closes-stdout"
     script.write_text(f"#!{sys.executable} -S\nimport os, sys\nos.close(1)\nsys.stdin.read()\n")
     script.chmod(0o755)
-    host = Host()
-
-    def launch(resume: str | None, codec: HostCodec) -> ProcessSpec:
-        return ProcessSpec(argv=(str(script),), env=_AGENT_ENV, shutdown_grace=0.1, term_grace=1.0)
-
+    host = Host(ProcessSpec(argv=(str(script),), env=_AGENT_ENV, shutdown_grace=0.1, term_grace=1.0))
     async with trio.open_nursery() as nursery:
-        engine = HostedProcess(
-            launch, host.codec, nursery=nursery, on_events=host.on_events, on_oversize=host.on_oversize,
-            on_exit=host.on_exit, exit_wait=0.2,
-        )  # fmt: skip
+        engine = host.engine(nursery, exit_wait=0.2)
         ended = host.ended
         proc = await engine.ensure()
         with trio.fail_after(30):

@@ -1,14 +1,17 @@
 """One bot's run under the supervisor: prepare, spawn, read, apply its events, record its end.
 
 A :class:`BotRun` wraps the core's engine (:class:`agentrt.lowlevel.HostedProcess`:
-the process, its read loop, the bounded stop, the end handed over once) with
-FastAgent's policy, given as the engine's callbacks: the launch contract
-checked again right before the spawn, only the spawned pid recorded and
-signalled, nothing applied before the spawn is on record, invalid or
-oversize output fatal, each lifecycle event applied to the record, stdout
-held past the exit swept, an exit without ``stopped`` decided as stop or
-crash from the record alone, the stderr tail saved.  A store error under one
-bot ends that bot's run (its process stopped), never the supervisor.  The
+the process, its read loop, the bounded stop, the end handed over once) and is
+its :class:`~agentrt.lowlevel.ProcessOwner`, with FastAgent's policy: the
+launch contract checked again right before the spawn (``launch``), only the
+spawned pid recorded (``on_spawn``, awaited before anything is read) and
+signalled (:meth:`HostedProcess.signal`), invalid or oversize output fatal,
+each lifecycle event applied to the record, stdout held past the exit swept,
+an exit without ``stopped`` decided as stop or crash from the record alone,
+the stderr tail saved.  A store error under one bot ends that bot's run: the
+hook raises, the engine stops the process and hands the error back in
+``on_exit`` (``owner_hook_failed``, the store's error as its cause), never
+the supervisor.  The
 supervisor keeps one run per live bot; what the runs share (the ledger, the
 tunables, the nursery) is a :class:`RunContext`.
 """
@@ -18,16 +21,17 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import trio
 
 from agentrt.bots import BotRecord
+from agentrt.dialect import HostCodec
 from agentrt.errors import AgentrtError
-from agentrt.events import Diagnostic, Event, Lifecycle, ProcessExited
-from agentrt.lowlevel import MALFORMED_LINE, AgentProcess, HostedProcess, ProcessEnd, ProcessSpec
+from agentrt.events import Diagnostic, Event, Lifecycle, ProcessExited, TurnFailed
+from agentrt.lowlevel import MALFORMED_LINE, AgentProcess, HostedProcess, ProcessEnd, ProcessSpec, RawTap
 
 from ._bot_start import mark_failed, prepare_start
 from ._dialect import INVALID_LINE, FastAgentHostCodec
@@ -74,8 +78,8 @@ class BotRun:
         self._event_pid: int | None = None  # the pid its events carry (what it claimed); never signalled
         self._stdout_pipe: str | None = None  # ``pipe:[inode]`` of its stdout, to find who holds it after the exit
         self._hosted: HostedProcess | None = None  # the engine running its process, once built
-        self._recorded = trio.Event()  # the spawn is on record: events may be applied
-        self._error: AgentrtError | OSError | None = None  # what ended this run early (its store failed)
+        self._spec: ProcessSpec | None = None  # what launch gives the engine, once prepared
+        self._error: BaseException | None = None  # what ended this run early (its store failed under a hook)
 
     @property
     def pid(self) -> int | None:
@@ -147,34 +151,20 @@ class BotRun:
         grace = ctx.config.exit_grace
         # EOF without exit: the process closed stdout but lives on; it is stopped after `exit_wait`.
         # Exit without EOF: a grandchild holds stdout; reading ends `exit_grace` after the exit.
-        hosted = HostedProcess(
-            lambda _resume, _codec: spec, lambda _resume: FastAgentHostCodec(), nursery=ctx.nursery,
-            on_events=self._on_events, on_oversize=self._on_oversize, on_exit=self._on_exit,
-            on_spawn=self._on_spawn, idle=_always, exit_grace=grace, exit_wait=grace,
-        )  # fmt: skip
-        self._hosted = hosted
+        self._spec = spec
+        self._hosted = hosted = HostedProcess(self, nursery=ctx.nursery, exit_grace=grace, exit_wait=grace)
         try:
-            # Again, right before the spawn: the skills sync ran since prepare_start's check, and
-            # the executable may have been swapped (for a link, a directory) meanwhile.
-            await trio.to_thread.run_sync(check_binary, Path(spec.argv[0]))
-            proc = await hosted.ensure()
+            proc = await hosted.ensure()  # launch checks the binary; on_spawn records the pid before any read
         except AgentrtError as exc:  # refused by the launch contract, or spawn_failed
             message = f"FastAgent runtime could not be started. ({exc.detail})"
             await mark_failed(ledger, bot_id, "FASTAGENT_START_FAILED", message, diagnostic=exc.code)
             return None
         try:
-            try:
-                await self._record_spawn(proc)
-            except (AgentrtError, OSError) as exc:  # e.g. deleted meanwhile: nothing of it is applied
-                self._error = exc
-            finally:
-                self._recorded.set()  # the read loop applies events from here on
-            if self._error is None:
-                if self.stop_requested:
-                    await hosted.stop()
-                await hosted.wait()  # its output ended, on_exit returned, its context left
+            if self.stop_requested:
+                await hosted.stop()
+            await hosted.wait()  # its output ended, on_exit returned, its context left
         finally:
-            # Done with already, or (an error, a cancel) the bounded stop: stderr is drained to its end.
+            # Done with already, or (a cancel) the bounded stop: stderr is drained to its end.
             status = await hosted.stop()
         if self._error is not None:
             raise self._error
@@ -185,57 +175,81 @@ class BotRun:
             await self._after_exit(status.returncode, status.signal)
         return ProcessExited(returncode=status.returncode, signal=status.signal, requested=self.stop_requested)
 
-    async def _record_spawn(self, proc: AgentProcess) -> None:
-        # Only this pid (with its start time) is recorded, so only it is ever signalled.
-        started_at = await trio.to_thread.run_sync(process_start_time, proc.pid)
-        self._stdout_pipe = await trio.to_thread.run_sync(pipe_of, proc.pid)
+    # -- the engine's owner (ProcessOwner): FastAgent's policy; a hook that raises ends this bot only --
+
+    async def launch(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
+        """The prepared spec, its binary checked again right before the spawn."""
+        spec = self._spec
+        assert spec is not None
+        # The skills sync ran since prepare_start's check, and the executable may have been
+        # swapped (for a link, a directory) meanwhile.
+        await trio.to_thread.run_sync(check_binary, Path(spec.argv[0]))
+        return spec
+
+    def new_codec(self, resume: str | None) -> HostCodec:
+        """Every process speaks a fresh FastAgent codec."""
+        return FastAgentHostCodec()
+
+    def probe(self) -> None:
+        """FastAgent's output is checked line by line (``_handle``), not by the protocol probe."""
+        return None
+
+    def tap(self, process: AgentProcess, number: int) -> RawTap | None:
+        """No raw taps for bots."""
+        return None
+
+    def idle(self) -> bool:
+        """Nobody waits on a bot's output: its read loop parks while the pipe is quiet (no task per quiet bot)."""
+        return True
+
+    async def on_spawn(self, process: AgentProcess) -> None:
+        """Record the spawned pid (with its start time): only it is ever signalled; awaited before any read."""
+        self.proc = process
+        self._event_pid = process.pid
+        started_at = await trio.to_thread.run_sync(process_start_time, process.pid)
+        self._stdout_pipe = await trio.to_thread.run_sync(pipe_of, process.pid)
 
         def spawned(r: BotRecord) -> BotRecord:
             if r.status in ("stopping", "stopped", "failed") and self.stop_requested:
                 return r
-            return attrs.evolve(r, status="starting", pid=proc.pid, process_started_at=started_at)
+            return attrs.evolve(r, status="starting", pid=process.pid, process_started_at=started_at)
 
         await self._ctx.ledger.update(self.bot_id, spawned)
 
-    # -- the engine's callbacks: FastAgent's policy; an error of this bot's store ends this bot only --
-
-    def _on_spawn(self, proc: AgentProcess) -> None:
-        self.proc = proc
-        self._event_pid = proc.pid
-
-    async def _on_events(self, events: list[Event]) -> None:
-        await self._recorded.wait()  # nothing is applied before the spawn is on record
+    async def on_events(self, events: list[Event]) -> None:
+        """Apply each lifecycle event; invalid output is fatal."""
         proc = self.proc
         assert proc is not None  # on_spawn came first
-        await self._guarded(lambda: self._handle(proc, events))
+        await self._handle(proc, events)
 
-    async def _on_oversize(self, proc: AgentProcess, before: list[Event]) -> bool:
-        await self._recorded.wait()
-        await self._guarded(lambda: self._handle(proc, before))
-        await self._guarded(lambda: self._fail(proc, "a stdout line exceeded the size limit"))
+    async def on_oversize(self, process: AgentProcess, before: list[Event]) -> bool:
+        """What came before counts; the long line is fatal."""
+        await self._handle(process, before)
+        await self._fail(process, "a stdout line exceeded the size limit")
         return True  # keep reading (and discarding) so the process can print stopping/stopped
 
-    async def _guarded(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Run ``step`` unless this run already failed; a store error fails it and stops the process."""
-        if self._error is not None:
-            return
-        try:
-            await step()
-        except (AgentrtError, OSError) as exc:  # e.g. the bot was deleted, the store's disk failed
-            self._error = exc
-            if self._hosted is not None:
-                self._ctx.nursery.start_soon(self._hosted.stop)
+    async def on_send_error(self, error: AgentrtError) -> None:
+        """The FastAgent codec owes the process nothing: never called."""
 
-    async def _on_exit(self, end: ProcessEnd) -> None:
+    async def on_mismatch(self, failure: TurnFailed) -> None:
+        """No protocol probe (:meth:`probe`): never called."""
+
+    async def on_exit(self, end: ProcessEnd) -> None:
         """The output ended and the process exited (its group not yet killed)."""
-        if not end.output.eof and self._stdout_pipe is not None and self._error is None:
+        if end.failure is not None:
+            self._error = end.failure.__cause__ or end.failure  # the store's own error, as the run reports it
+            return
+        if not end.output.eof and self._stdout_pipe is not None:
             # Exited, yet stdout never ended: a grandchild holds it.  The final stop kills the
             # bot's group; one in a group (or session) of its own is found by the pipe it holds.
             holders = await trio.to_thread.run_sync(kill_pipe_holders, self._stdout_pipe)
             if holders:
                 detail = f"killed {len(holders)} process(es) still holding stdout after the exit"
                 diagnostic = Diagnostic(code="fastagent_stdout_held", detail=detail)
-                await self._guarded(lambda: self._ctx.ledger.emit(self.bot_id, [diagnostic]))
+                try:
+                    await self._ctx.ledger.emit(self.bot_id, [diagnostic])
+                except (AgentrtError, OSError) as exc:  # e.g. deleted meanwhile: this bot's run ends with it
+                    self._error = exc
 
     async def _handle(self, proc: AgentProcess, events: Sequence[Event]) -> None:
         for ev in events:
@@ -258,15 +272,17 @@ class BotRun:
             lambda r: attrs.evolve(r, last_error_code="RUNTIME_ERROR", last_error_message=INVALID_OUTPUT_MESSAGE),
         )
         await ledger.emit(self.bot_id, [Diagnostic(code="fastagent_invalid_output", detail=why)])
-        proc.send_signal(signal.SIGTERM)
-        self._ctx.nursery.start_soon(self._escalate_later, proc)
+        hosted = self._hosted
+        assert hosted is not None
+        hosted.signal(signal.SIGTERM)  # the group the engine spawned, no other
+        self._ctx.nursery.start_soon(self._escalate_later, hosted, proc)
 
-    async def _escalate_later(self, proc: AgentProcess) -> None:
+    async def _escalate_later(self, hosted: HostedProcess, proc: AgentProcess) -> None:
         # SIGTERM was sent; if it is ignored, the bounded stop finishes the job.
         with trio.move_on_after(self._ctx.config.term_grace):
             await proc.exited.wait()
         if not proc.exited.is_set():
-            await proc.stop()
+            await hosted.stop()
 
     async def _apply(self, proc: AgentProcess, ev: Lifecycle) -> None:
         bot_id, ctx = self.bot_id, self._ctx
@@ -351,8 +367,3 @@ async def _save_stderr(paths: InstancePaths, proc: AgentProcess) -> None:
             await fh.write(header + tail + (b"" if tail.endswith(b"\n") else b"\n"))
     except OSError:
         pass  # logs are best effort
-
-
-def _always() -> bool:
-    # Nobody waits on a bot's output: its read loop parks while the pipe is quiet (no task per quiet bot).
-    return True
