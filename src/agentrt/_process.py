@@ -18,10 +18,8 @@ the final ``killpg`` of leftover grandchildren safe.
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -29,10 +27,9 @@ import trio
 
 from ._exceptions import collapse_single_group
 from ._os import child_watch
-from ._os.child_watch import ChildWatcher
-from ._os.spawn import OwnedProcess, _LinuxProcess, open_owned_process
+from ._os.spawn import OwnedProcess, _LinuxProcess
 from ._process_events import ChildEvents, HasFileno, SyncClosable
-from ._process_types import ExitStatus, ProcessSpec
+from ._process_types import ExitStatus, ProcessSpec, spawn
 from ._tap import RawTap
 from .errors import AgentrtError
 
@@ -89,15 +86,6 @@ class AgentProcess:
         self._stdout_fileno = proc.stdout.fileno if isinstance(proc.stdout, HasFileno) else None
         self._stdin = proc.stdin
         self._events = ChildEvents(proc, proc.stderr, stderr_limit=spec.stderr_limit, exited=self._child_exited)
-
-    @property
-    def _watcher(self) -> ChildWatcher | None:
-        # The run's watcher while it watches this child (None: per-child tasks, or no longer watched).
-        return self._events.watcher
-
-    @property
-    def _pidfd(self) -> int:
-        return self._events.pidfd
 
     # --- caller API -----------------------------------------------------------------
 
@@ -162,7 +150,7 @@ class AgentProcess:
         where there is none (the caller then keeps its own timer).
         :attr:`output_cut` tells afterwards whether the grace ran out.
         """
-        watcher = self._watcher
+        watcher = self._events.watcher
         if watcher is None:
             return False
         self._exit_grace = grace
@@ -198,7 +186,7 @@ class AgentProcess:
         Returns False, with nothing registered, where there is no watcher or
         the child has already exited.
         """
-        if self._watcher is None or self.exited.is_set() or self._exit_wake is not None:
+        if self._events.watcher is None or self.exited.is_set() or self._exit_wake is not None:
             return False
         self._exit_wake = wake
         return True
@@ -348,35 +336,24 @@ class AgentProcess:
             await self._proc.wait()
             self._reaped = True
 
-    async def _aclose_pipes(self) -> None:
-        with trio.CancelScope(shield=True):
-            await self.close_stdin()
-            await self._stdout.aclose()
-            await self._events.close_stderr()
-        tap, self.tap = self.tap, None
-        if tap is not None:
-            tap.close()  # the process is done with: nothing more is read or written
+
+async def _stop_and_drain(agent: AgentProcess) -> None:
+    # Leaving open_process: the bounded stop, then a reaped child's stderr read to its end (bounded).
+    with trio.CancelScope(shield=True):
+        await agent.stop()
+        with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
+            await agent._events.stderr_done.wait()
 
 
-async def _spawn(spec: ProcessSpec) -> OwnedProcess:
-    if not spec.argv or not os.path.isabs(spec.argv[0]):
-        raise AgentrtError("spawn_failed", "argv[0] must be an absolute path")
-    try:
-        proc = await open_owned_process(
-            spec.argv,
-            stdin=subprocess.PIPE if spec.stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=spec.env,
-            cwd=spec.cwd,
-        )
-    except OSError as exc:
-        name = errno.errorcode.get(exc.errno or 0, "error")
-        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {name} ({exc.strerror})") from None
-    except (ValueError, subprocess.SubprocessError) as exc:
-        # e.g. an embedded NUL; the message names the problem, not the values.
-        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {type(exc).__name__}") from None
-    return proc
+async def _close_pipes(agent: AgentProcess) -> None:
+    # The process is done with: nothing more is read or written; its tap is closed with it.
+    with trio.CancelScope(shield=True):
+        await agent.close_stdin()
+        await agent._stdout.aclose()
+        await agent._events.close_stderr()
+    tap, agent.tap = agent.tap, None
+    if tap is not None:
+        tap.close()
 
 
 @asynccontextmanager
@@ -388,7 +365,7 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
     every pipe; exceptions from the body propagate unchanged (not wrapped in an
     exception group).
     """
-    proc = await _spawn(spec)
+    proc = await spawn(spec)
     agent = AgentProcess(proc, spec)
     if child_watch.AVAILABLE and isinstance(proc, _LinuxProcess):
         # One shared watcher instead of an exit task and a stderr task per child.
@@ -397,13 +374,10 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
             events.watch(child_watch.current_watcher(), proc)
             yield agent
         finally:
-            with trio.CancelScope(shield=True):
-                await agent.stop()
-                with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
-                    await events.stderr_done.wait()
+            await _stop_and_drain(agent)
             agent._exit_wake = None
             events.unwatch()
-            await agent._aclose_pipes()
+            await _close_pipes(agent)
         return
     try:
         # The background tasks never raise: a group holds the body's one exception.
@@ -414,10 +388,7 @@ async def open_process(spec: ProcessSpec) -> AsyncIterator[AgentProcess]:
                 try:
                     yield agent
                 finally:
-                    with trio.CancelScope(shield=True):
-                        await agent.stop()
-                        with trio.move_on_after(_DRAIN_WAIT if agent._reaped else 0):
-                            await agent._events.stderr_done.wait()
+                    await _stop_and_drain(agent)
                     agent._events.cancel_tasks()
     finally:
-        await agent._aclose_pipes()
+        await _close_pipes(agent)

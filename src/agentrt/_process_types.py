@@ -1,13 +1,19 @@
-"""What to spawn and how it ended: the plain values of :mod:`agentrt._process`."""
+"""What to spawn, the spawn itself, and how it ended: the plain parts of :mod:`agentrt._process`."""
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
 from collections.abc import Mapping
 from typing import Literal
 
 import attrs
 
-__all__ = ["ProcessSpec", "ExitStatus"]
+from ._os.spawn import OwnedProcess, open_owned_process
+from .errors import AgentrtError
+
+__all__ = ["ProcessSpec", "ExitStatus", "spawn"]
 
 
 @attrs.frozen(kw_only=True)
@@ -49,3 +55,25 @@ class ExitStatus:
         if self.returncode == 0:
             return "exited"
         return "crashed"
+
+
+async def spawn(spec: ProcessSpec) -> OwnedProcess:
+    """Start ``spec``'s child (no shell, its own group, dying with its owner): ``spawn_failed`` when it cannot."""
+    if not spec.argv or not os.path.isabs(spec.argv[0]):
+        raise AgentrtError("spawn_failed", "argv[0] must be an absolute path")
+    try:
+        proc = await open_owned_process(
+            spec.argv,
+            stdin=subprocess.PIPE if spec.stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=spec.env,
+            cwd=spec.cwd,
+        )
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, "error")
+        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {name} ({exc.strerror})") from None
+    except (ValueError, subprocess.SubprocessError) as exc:
+        # e.g. an embedded NUL; the message names the problem, not the values.
+        raise AgentrtError("spawn_failed", f"cannot start {spec.argv[0]}: {type(exc).__name__}") from None
+    return proc

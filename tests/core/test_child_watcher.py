@@ -99,7 +99,7 @@ async def test_a_reaped_childs_descriptor_number_reused_by_the_next_child_stays_
         async with open_process(spec) as proc:
             with trio.fail_after(30):
                 await proc.wait()
-            assert proc._pidfd == -1  # let go at the exit, before the reap closes it
+            assert proc._events.pidfd == -1  # let go at the exit, before the reap closes it
         assert proc.exit_status is not None
         kinds.append(proc.exit_status.kind)
 

@@ -59,7 +59,7 @@ class Fallback:
         assert isinstance(inner, _LinuxProcess) is self.pidfd, type(inner)
         if not self.pidfd:
             assert isinstance(inner, trio.Process)
-        assert proc._watcher is None
+        assert proc._events.watcher is None
 
 
 def _no_watcher() -> child_watch.ChildWatcher:
