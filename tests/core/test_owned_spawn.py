@@ -14,6 +14,7 @@ import uuid
 import pytest
 import trio
 
+from agentrt._os import spawn_batch as _spawn_batch
 from agentrt._os import spawn_client as _spawn_client
 from agentrt._os import spawn_server as _spawn_server
 from agentrt.lowlevel import DEATH_SIGNAL_SUPPORTED, OwnedProcess, open_owned_process
@@ -248,7 +249,7 @@ async def test_spawn_errors_read_as_subprocess_would() -> None:
 
 
 async def test_a_request_too_large_for_the_server_is_forked_here() -> None:
-    proc = await open_owned_process(["/bin/true"], env={"BIG": "x" * (_spawn_client._MAX_REQUEST + 1)})
+    proc = await open_owned_process(["/bin/true"], env={"BIG": "x" * (_spawn_batch._MAX_REQUEST + 1)})
     with trio.fail_after(30):
         assert await proc.wait() == 0
     assert proc._popen is not None  # type: ignore[attr-defined]
@@ -294,6 +295,7 @@ def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
     owner = _owner(
         """
         import errno, signal
+        from agentrt._os import spawn_batch as _spawn_batch
         from agentrt._os import spawn_client as _spawn_client
         from agentrt.lowlevel import open_owned_process
         _spawn_client._SERVERS = 1
@@ -303,13 +305,13 @@ def test_a_stopped_spawn_server_is_a_bounded_error_and_is_replaced() -> None:
             await first.wait()
             (_sock, popen), = _spawn_client._servers.values()
             os.kill(popen.pid, signal.SIGSTOP)
-            _spawn_client._DEADLINE = 0.5  # only this spawn: its server surely never answers
+            _spawn_batch._DEADLINE = 0.5  # only this spawn: its server surely never answers
             try:
                 await open_owned_process(["/bin/true"], env={})
             except OSError as exc:
                 print("timeout" if exc.errno == errno.ETIMEDOUT else exc)
             popen.wait(30)
-            _spawn_client._DEADLINE = 60.0
+            _spawn_batch._DEADLINE = 60.0
             again = await open_owned_process(["/bin/true"], env={})
             print(await again.wait(), popen.pid not in _spawn_client.server_pids())
         """
@@ -477,9 +479,9 @@ def test_a_child_starts_clean_whatever_signals_its_owner_inherited(serve_after: 
 
 
 async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Many children asked for at the same moment cost a few messages, not one
-    # each; every child still gets its own request (argv, exit code, error)
-    # and only its own three descriptors.
+    # Many children asked for at the same moment cost a few messages and a few
+    # report pipes (one a message), not one each; every child still gets its
+    # own request (argv, exit code, error) and only its own three descriptors.
     import socket
 
     warm = await open_owned_process(["/bin/true"], env={})
@@ -487,13 +489,20 @@ async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: p
         assert await warm.wait() == 0
     messages: list[int] = []
     send_fds = socket.send_fds
+    reports: list[int] = []
+    pipe2 = os.pipe2
 
     def counting(sock: socket.socket, buffers: list[bytes], fds: list[int], *args: object) -> int:
         sent = send_fds(sock, buffers, fds, *args)
         messages.append(len(fds))
         return sent
 
+    def counting_pipes(flags: int) -> tuple[int, int]:
+        reports.append(flags)
+        return pipe2(flags)
+
     monkeypatch.setattr(socket, "send_fds", counting)
+    monkeypatch.setattr(os, "pipe2", counting_pipes)
     n = 100
     procs: dict[int, OwnedProcess] = {}
     missing: list[BaseException] = []
@@ -512,8 +521,10 @@ async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: p
             nursery.start_soon(one, i)
         nursery.start_soon(absent)
     assert len(missing) == 1
-    assert sum(messages) == 4 * (n + 1)  # four descriptors a request, every request sent once
+    # Three descriptors a request, every request sent once, and one report pipe a message.
+    assert sum(messages) == 3 * (n + 1) + len(messages)
     assert len(messages) < n // 4
+    assert len(reports) == len(messages)
     for i, proc in procs.items():
         assert sorted(int(fd) for fd in os.listdir(f"/proc/{proc.pid}/fd")) == [0, 1, 2]
         assert proc.stdin is not None
@@ -522,10 +533,43 @@ async def test_spawns_pending_at_once_go_to_the_server_in_batches(monkeypatch: p
             assert await proc.wait() == i
 
 
+async def test_a_spawn_waiting_for_its_batch_is_not_cancelled_and_its_child_is_returned() -> None:
+    # A caller cancelled while its request waits in a batch still gets its
+    # child (as trio's own spawn: a child started after its caller left would
+    # have no owner), and so does every other request of the batch.
+    # Past the forked first few, and every server started, so no wait remains but the batch's.
+    warm = [await open_owned_process(["/bin/true"], env={}) for _ in range(_spawn_client._SERVE_AFTER + 2)]
+    assert len(_spawn_client.server_pids()) == _spawn_client._SERVERS
+    for proc in warm:
+        with trio.fail_after(30):
+            await proc.wait()
+    got: list[OwnedProcess] = []
+
+    async def one(scope: trio.CancelScope) -> None:
+        with scope:
+            proc = await open_owned_process(["/bin/true"], env={})
+            got.append(proc)
+            scope.cancel()  # the cancel arrives only once the spawn is done
+
+    scopes = [trio.CancelScope() for _ in range(20)]
+    async with trio.open_nursery() as nursery:
+        for scope in scopes:
+            nursery.start_soon(one, scope)
+        await trio.testing.wait_all_tasks_blocked()  # every request sent or waiting for its batch
+        for scope in scopes:
+            scope.cancel()
+    assert len(got) == 20
+    for proc in got:
+        assert proc.pid not in _spawn_client.server_pids()
+        with trio.fail_after(30):
+            assert await proc.wait() == 0
+
+
 def test_a_bad_request_in_a_batch_spoils_only_its_own_report() -> None:
     # The server, driven by hand: a batch of three requests whose middle one is
-    # not a request; the other two children start (ours, through CLONE_PARENT),
-    # the middle report ends with no record, and the server keeps serving.
+    # not a request, sharing one report pipe; the other two children start
+    # (ours, through CLONE_PARENT) and report under their places, the middle
+    # one gets no record, and the server keeps serving.
     import marshal
     import socket
     import struct
@@ -540,24 +584,30 @@ def test_a_bad_request_in_a_batch_spoils_only_its_own_report() -> None:
         ours.settimeout(30)
         assert ours.recv(16) == b"ready"
         good = marshal.dumps(([b"/bin/true"], [b"/bin/true"], [], None))
-        pipes = [os.pipe() for _ in range(3)]
-        fds: list[int] = []
-        for _read_end, write_end in pipes:
-            fds += [0, 1, 2, write_end]
-        socket.send_fds(ours, [marshal.dumps([good, b"not a request", good])], fds)
-        reports = []
-        for read_end, write_end in pipes:
+        missing = marshal.dumps(([b"/nonexistent-dir/agent"], [b"agent"], [], None))
+        for batch, expected in (([good, b"not a request", good], {0: None, 2: None}), ([missing], {0: 2})):
+            read_end, write_end = os.pipe()
+            socket.send_fds(ours, [marshal.dumps(batch)], [0, 1, 2] * len(batch) + [write_end])
             os.close(write_end)
             report = b""
             while chunk := os.read(read_end, 64):
                 report += chunk
             os.close(read_end)
-            reports.append(report)
-        assert reports[1] == b""
-        for report in (reports[0], reports[2]):
-            assert report[:1] == b"C" and len(report) == 9
-            (pid,) = struct.unpack("=q", report[1:])
-            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+            started: dict[int, int | None] = {}
+            while report:
+                if report[:1] == b"C":
+                    place, pid = struct.unpack_from("=Hq", report, 1)
+                    started[place] = None
+                    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                    assert code == (0 if expected[place] is None else 127)
+                    report = report[11:]
+                else:
+                    assert report[:1] == b"E"
+                    place, errno_, stage = struct.unpack_from("=HiB", report, 1)
+                    assert stage == 0
+                    started[place] = errno_
+                    report = report[8:]
+            assert started == expected
         assert server.poll() is None
     finally:
         ours.close()

@@ -3,16 +3,17 @@
 Nothing here knows about dialects, turns or sinks; the engine above uses it
 through a few calls.  What each module holds:
 
-``spawn``
+``spawn`` / ``spawn_process``
     :class:`~agentrt._os.spawn.OwnedProcess` and ``open_owned_process``: a
     child in its own process group that dies with its owner (Linux:
     ``PR_SET_PDEATHSIG`` and a pidfd), started with signals reset and the mask
     cleared, never through a shell.
-``spawn_client`` / ``spawn_server``
+``spawn_client`` / ``spawn_batch`` / ``spawn_server``
     Small single-threaded spawn servers, one set per trio run, that fork
-    children for the owner so a large parent never forks itself; the server
-    runs as a script (``python -I -S spawn_server.py``) and imports nothing of
-    agentrt.
+    children for the owner so a large parent never forks itself (the client
+    starts and stops them, ``spawn_batch`` sends them the requests pending at
+    once as one message with one report pipe); the server runs as a script
+    (``python -I -S spawn_server.py``) and imports nothing of agentrt.
 ``child_watch``
     One ``epoll`` watcher per trio run for every child's exit, stderr and
     parked stdout, plus its timers: no task per child.  Where ``epoll`` or

@@ -11,14 +11,17 @@ owner's long-lived spawner thread that started this server).
 Arguments: the descriptor number of a ``SOCK_SEQPACKET`` socket, and the
 owner's pid.  Protocol, over that socket: this process says ``ready`` once;
 then each message is ``marshal`` of one request ``(executables, argv, envp,
-cwd)`` (bytes), or of a list of up to 63 such marshals (a batch: the owner
-sends the requests pending at once in one message), carrying four descriptors per
-request, in order: the child's stdin, stdout and stderr, and the write end of
-a report pipe.  Records on the report pipe: the child writes ``C`` + its pid
-(native ``q``) first, and ``E`` + errno (``i``) + stage (``B``: 0 exec, 1
-chdir, 2 set-up) if it cannot exec; this server writes ``E`` (stage 3) if it
-cannot fork.  The pipe reaches end of file once the child has exec'd (the end
-is close-on-exec) or exited, and this server has closed its copy.
+cwd)`` (bytes), or of a list of up to 84 such marshals (a batch: the owner
+sends the requests pending at once in one message), carrying three descriptors
+per request, in order (the child's stdin, stdout and stderr), and last the
+write end of the message's one report pipe.  Records on the report pipe, each
+tagged with the request's place in the message (``H``): the child writes
+``C`` + place + its pid (native ``q``) first, and ``E`` + place + errno
+(``i``) + stage (``B``: 0 exec, 1 chdir, 2 set-up) if it cannot exec; this
+server writes ``E`` (stage 3) if it cannot fork.  Each record is one write of
+a few bytes, so records never interleave.  The pipe reaches end of file once
+every child of the message has exec'd (the end is close-on-exec) or exited,
+and this server has closed its copy.
 
 The child, before ``exec``: sets ``PR_SET_PDEATHSIG(SIGKILL)``, then checks
 that its parent is still the owner (else no death signal would ever come, and
@@ -59,23 +62,28 @@ _Request = tuple[list[bytes], list[bytes], list[bytes], bytes | None]
 _CLONE_PARENT = 0x00008000
 _PR_SET_PDEATHSIG = 1
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}
-_FDS = 4
-# SCM_RIGHTS carries at most 253 descriptors a message (the kernel's SCM_MAX_FD).
-MAX_BATCH = 63
-_FD_BYTES = _FDS * 4 * MAX_BATCH
+_FDS = 3
+# SCM_RIGHTS carries at most 253 descriptors a message (the kernel's SCM_MAX_FD): three a request, one report.
+MAX_BATCH = 84
+_FD_BYTES = (_FDS * MAX_BATCH + 1) * 4
 # Room for the owner's largest message (its spawn_client._MAX_REQUEST) and then some.
 _MAX_MESSAGE = 1 << 17
 
 
 def _child(
-    owner: int, fds: list[int], request: _Request, env: dict[bytes, bytes], set_death_signal: "Callable[[], int]"
+    owner: int,
+    fds: list[int],
+    report: int,
+    place: bytes,
+    request: _Request,
+    env: dict[bytes, bytes],
+    set_death_signal: "Callable[[], int]",
 ) -> None:
     # Whatever can be prepared is prepared by the server before the clone: every
     # page this child writes is a copy-on-write fault, and it dirties fewer the
     # less Python it runs (the descriptors arrive close-on-exec, the signals
     # Python ignores are already back to their defaults, the environment is
     # built; the functions are globals, not module attributes looked up here).
-    report = fds[3]
     stage = 2
     try:
         if set_death_signal() != 0:
@@ -83,7 +91,7 @@ def _child(
         if getppid() != owner:
             # The owner died before prctl took effect: no signal would ever come.
             kill(getpid(), SIGKILL)
-        write(report, b"C" + pack("=q", getpid()))
+        write(report, b"C" + place + pack("=q", getpid()))
         setsid()
         dup2(fds[0], 0)
         dup2(fds[1], 1)
@@ -105,9 +113,9 @@ def _child(
                     failure = exc
         raise failure or OSError(2, "no executable")
     except OSError as exc:
-        write(report, b"E" + pack("=iB", exc.errno or 5, stage))
+        write(report, b"E" + place + pack("=iB", exc.errno or 5, stage))
     except BaseException:
-        write(report, b"E" + pack("=iB", 5, stage))
+        write(report, b"E" + place + pack("=iB", 5, stage))
     finally:
         _exit(127)
 
@@ -165,10 +173,12 @@ def main() -> None:
             batch = marshal.loads(msg)
             batched = type(batch) is list
             requests = batch if batched else [batch]
-            if len(fds) != _FDS * len(requests):
-                continue  # malformed: every descriptor is closed below, so every report ends
+            if len(fds) != _FDS * len(requests) + 1:
+                continue  # malformed: every descriptor is closed below, so the report ends
+            report = fds[-1]
             for i, item in enumerate(requests):
                 mine = fds[_FDS * i : _FDS * (i + 1)]
+                place = pack("=H", i)
                 try:
                     request = marshal.loads(item) if batched else item
                     env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
@@ -176,17 +186,17 @@ def main() -> None:
                     # This process has one thread, so no lock can be held across it.
                     pid = syscall(clone_nr, flags, zero, zero, zero, zero)
                     if pid == 0:
-                        _child(owner, mine, request, env, set_death_signal)
+                        _child(owner, mine, report, place, request, env, set_death_signal)
                     if pid < 0:
-                        write(mine[3], b"E" + pack("=iB", get_errno(), 3))
-                except Exception:  # a bad request must not end the server; its pipe closes below
+                        write(report, b"E" + place + pack("=iB", get_errno(), 3))
+                except Exception:  # a bad request must not end the server; it gets no record
                     pass
                 finally:
-                    # At once, not after the batch: this child's report ends when it has exec'd.
+                    # At once, not after the batch: the owner sees a child's output end when the child does.
                     for fd in mine:
                         os.close(fd)
                     fds[_FDS * i : _FDS * (i + 1)] = [-1] * _FDS
-        except Exception:  # a bad message must not end the server; its pipes close below
+        except Exception:  # a bad message must not end the server; its descriptors close below
             pass
         finally:
             for fd in fds:
