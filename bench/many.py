@@ -24,10 +24,18 @@ parent that imported the same modules, divided by N) and ``fds_per_child``
 the rounds (default 5).  Ratios are to ``bare`` in the same rounds.  With
 ``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older commit),
 ``spawn_before`` and ``conversation_before`` run that tree's code in the same rounds.
+
+Every contender runs with the same collector settings: CPython's own by
+default, which is what a program that calls ``open_conversation`` gets
+unless it calls :func:`agentrt.tune_gc` itself (only the ``agentrt``
+command does); ``AGENTRT_BENCH_GC=tuned`` applies ``tune_gc()`` in every
+contender instead.  Each run also reports ``gc_s``, the seconds its
+collections took while the N children started.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -38,7 +46,7 @@ from typing import Any
 
 from ._rounds import Figures, interleave, load_text, print_summary, summarize
 
-KEYS = ("start_s", "rss_kib_per_child", "fds_per_child")
+KEYS = ("start_s", "rss_kib_per_child", "fds_per_child", "gc_s")
 CONTENDERS = ("bare", "spawn", "process", "conversation")
 
 
@@ -107,6 +115,15 @@ async def _hold_all(kind: str, n: int, agent: str) -> Figures:
 
     # The idle parent: every module imported, trio running, nothing spawned yet.
     await trio.sleep(0)
+    collecting = [0.0, 0.0]  # seconds in collections so far, the current one's start
+
+    def timed(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.perf_counter()
+        else:
+            collecting[0] += time.perf_counter() - collecting[1]
+
+    gc.callbacks.append(timed)
     rss0, fds0 = _rss_kib(), _fds()
     async with trio.open_nursery() as nursery:
         start = time.perf_counter()
@@ -115,13 +132,20 @@ async def _hold_all(kind: str, n: int, agent: str) -> Figures:
         with trio.fail_after(600):
             await all_live.wait()
         elapsed = time.perf_counter() - start
+        gc.callbacks.remove(timed)
         rss1, fds1 = _rss_kib(), _fds()
         release.set()
-    return {"start_s": elapsed, "rss_kib_per_child": (rss1 - rss0) / n, "fds_per_child": (fds1 - fds0) / n}
+    return {"start_s": elapsed, "rss_kib_per_child": (rss1 - rss0) / n, "fds_per_child": (fds1 - fds0) / n,
+            "gc_s": collecting[0]}
 
 
 def _one(kind: str, n: int, agent: str) -> None:
     import trio
+
+    if os.environ.get("AGENTRT_BENCH_GC") == "tuned":
+        from agentrt import tune_gc
+
+        tune_gc()
 
     print(json.dumps(trio.run(_hold_all, kind.removesuffix("_before"), n, agent)))
 
@@ -142,7 +166,11 @@ def main() -> dict[str, Any]:
     stdout = os.environ.get("AGENTRT_BENCH_STDOUT", "open")
     if stdout not in ("open", "closed"):
         raise SystemExit("AGENTRT_BENCH_STDOUT must be 'open' or 'closed'")
-    print(f"many: {n} children per run, {rounds} rounds, child stdout {stdout}; {load_text()}")
+    collector = os.environ.get("AGENTRT_BENCH_GC", "default")
+    if collector not in ("default", "tuned"):
+        raise SystemExit("AGENTRT_BENCH_GC must be 'default' or 'tuned'")
+    print(f"many: {n} children per run, {rounds} rounds, child stdout {stdout}, collector {collector} "
+          f"in every contender; {load_text()}")
     with tempfile.TemporaryDirectory() as tmp:
         agent = _fixture_agent(tmp, stdout)
 
@@ -167,6 +195,7 @@ def main() -> dict[str, Any]:
     summary = summarize(runs, "bare", KEYS)
     summary["children"] = n
     summary["child_stdout"] = stdout
+    summary["collector"] = collector
     print_summary(f"many children (end to end, {n} per run, child stdout {stdout}; ratios to bare in the same rounds)",
                   summary)
     return summary
