@@ -11,10 +11,9 @@ to write.  A host may open the session before any turn instead
 what the agent offers) and send the agent requests of its client's
 (:meth:`AcpHostCodec.forward`).  The prompt's
 response ends the turn.  Agent requests become
-:class:`~agentrt.events.ControlRequest` events: the permission request as
-``can_use_tool`` (answered through the permission policy), everything else by
-its method (file access answered here when enabled, the rest ``method not
-found``).
+:class:`~agentrt.events.ControlRequest` events and are answered through
+:mod:`._agent_requests`; a read's text-chunk lines take the typed path of
+:mod:`._typed`.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import msgspec
-import orjson
 import trio
 
-from agentrt.dialect import HostCodec, Turn, text_delta_slots
+from agentrt.dialect import HostCodec, Turn
 from agentrt.errors import AgentrtError
 from agentrt.events import (
     ControlRequest,
@@ -37,20 +34,17 @@ from agentrt.events import (
     TurnFailed,
 )
 
-from . import _fs
+from ._agent_requests import AgentRequests
 from ._options import AcpOptions
 from ._rpc import PROTOCOL_VERSION, STOP_REASON_CODES, rpc_error_code
 from ._rpc import dumps as _dumps
 from ._rpc import rpc_message as _rpc_message
-from ._setup import OFFER_KEYS, Forwarded, setup_requests, switched
-from ._turn import can_use_tool, permission_outcome, prompt_blocks, terminal_event
-from ._typed import CHUNK_PREFIX, decode_chunk_line
+from ._setup import OFFER_KEYS, SETUP_METHODS, Forwarded, setup_answered, setup_requests, switched
+from ._turn import prompt_blocks, terminal_event
+from ._typed import decode_text_chunks
 from ._updates import UpdateDecoder
 
 __all__ = ["AcpHostCodec", "Forwarded", "PROTOCOL_VERSION", "rpc_error_code", "STOP_REASON_CODES"]
-
-_PERMISSION = "session/request_permission"
-_NOT_FOUND = {"code": -32601, "message": "Method not found"}
 
 
 class AcpHostCodec(HostCodec):
@@ -62,13 +56,12 @@ class AcpHostCodec(HostCodec):
         self._chosen_model, self._mode = model, mode
         self._next_id = 0
         self._pending: dict[Any, str] = {}  # our request id -> method
-        self._agent_requests: dict[str, tuple[Any, str, Any]] = {}  # request_id -> (JSON-RPC id, method, params)
+        self._requests = AgentRequests(self._options)
         self._out: list[bytes] = []
         self._phase = "idle"  # idle -> handshake -> ready
         self._turn: Turn | None = None  # the turn waiting for the handshake
         self._prompt_id: int | None = None
         self._capabilities: Mapping[str, Any] = {}
-        self._models: bool = False
         self._resume: str | None = None
         self._model: str | None = None
         self._cwd = "/"
@@ -162,13 +155,8 @@ class AcpHostCodec(HostCodec):
         """``session/cancel``, and ``cancelled`` for every permission request still open (the spec asks it)."""
         if self.session_id is None or self._prompt_id is None:
             return None
-        lines = [_dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": self.session_id}})]
-        for key, (rid, method, _params) in list(self._agent_requests.items()):
-            if method == _PERMISSION:
-                del self._agent_requests[key]
-                result = {"outcome": {"outcome": "cancelled"}}
-                lines.append(_dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
-        return b"".join(lines)
+        cancel = _dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": self.session_id}})
+        return b"".join([cancel, *self._requests.cancel_permissions()])
 
     def drain_output(self) -> bytes | None:
         """The handshake's next request, when a response called for one.
@@ -192,83 +180,27 @@ class AcpHostCodec(HostCodec):
     ) -> bytes | None:
         """The JSON-RPC response to an agent request (``None`` when it was already answered).
 
-        A permission request (``can_use_tool``) gets the option of the kind the
-        decision asks for (``allow_once`` then ``allow_always``; ``reject_once``
-        then ``reject_always`` for a denial or an error), else ``cancelled``.
-        Any other request answered with an error gets ``method not found``.
+        A permission request gets the option the decision asks for, any other
+        request answered with an error ``method not found``
+        (:meth:`.AgentRequests.encode_response`).
         """
-        key = request.request_id if isinstance(request, ControlRequest) else None
-        entry = self._agent_requests.pop(key, None) if isinstance(key, str) else None
-        if entry is None:
-            return None
-        rid, method, params = entry
-        if method == _PERMISSION:
-            allow = error is None and response is not None and response.get("behavior") == "allow"
-            return _dumps({"jsonrpc": "2.0", "id": rid, "result": {"outcome": permission_outcome(params, allow)}})
-        if error is not None or response is None:
-            return _dumps({"jsonrpc": "2.0", "id": rid, "error": {**_NOT_FOUND, "data": {"method": method}}})
-        return _dumps({"jsonrpc": "2.0", "id": rid, "result": dict(response)})
+        return self._requests.encode_response(request, response, error)
 
     async def answer_control(self, request: ControlRequest) -> bytes | None:
         """File requests, when the options enable them (confined to the cwd); ``None`` for the rest."""
-        entry = self._agent_requests.get(request.request_id)
-        if entry is None:
-            return None
-        rid, method, params = entry
-        if not _fs.serves(method, self._options):
-            return None
-        del self._agent_requests[request.request_id]
-        return await _fs.answer(method, rid, params, self._cwd, self._options)
+        return await self._requests.answer(request, self._cwd)
 
     # -- decoding --------------------------------------------------------------
     def decode_lines(self, lines: Sequence[bytes], general: Callable[[bytes], Sequence[Event]]) -> list[Event]:
         """Events for one chunk's lines, parsed and decoded in one loop (the host path's chunk-at-a-time path).
 
-        A text-chunk notification msgspec takes (see ``_typed``) becomes
-        a ``TextDelta`` at once, its ``raw`` the line; every other line goes
-        to ``general`` (the framing's parse, then :meth:`decode`), as does a
-        chunk line :meth:`decode` would not make a text delta of (empty text,
-        a request id, another session, replayed history).  Same events as
+        A text-chunk notification msgspec takes becomes a ``TextDelta`` at
+        once, its ``raw`` the line; every other line goes to ``general`` (the
+        framing's parse, then :meth:`decode`)
+        (:func:`~agentrt_acp._typed.decode_text_chunks`).  Same events as
         :meth:`decode` on each line's plain parse.
         """
-        out: list[Event] = self._announcement()
-        append = out.append
-        updates = self._updates
-        prefix = CHUNK_PREFIX
-        decode_chunk = decode_chunk_line
-        error = msgspec.DecodeError  # ValidationError is a subclass
-        unset = msgspec.UNSET
-        new, set_text, set_index, set_raw = text_delta_slots()
-        # The state the typed path reads, in locals for the loop (read again after
-        # every line the general path handles: a response may open the session or
-        # end a replay, an update may start a new text block).
-        sid, replaying, index = self.session_id, updates.replaying, updates.index
-        for line in lines:
-            if line.startswith(prefix) and not replaying:
-                try:
-                    typed = decode_chunk(line)
-                except (error, RecursionError):  # msgspec's nesting limit: orjson refuses such a line too
-                    pass
-                else:
-                    params = typed.params
-                    text = params.update.content.text
-                    # A duplicate "method" key later in the line wins, as in the plain parse.
-                    if (
-                        text
-                        and typed.id is unset
-                        and typed.method == "session/update"
-                        and (sid is None or params.sessionId == sid)
-                    ):
-                        updates.in_text = True
-                        event = new()
-                        set_text(event, text)
-                        set_index(event, index)
-                        set_raw(event, line)
-                        append(event)
-                        continue
-            out.extend(general(line))
-            sid, replaying, index = self.session_id, updates.replaying, updates.index
-        return out
+        return decode_text_chunks(self._announcement(), lines, general, self._updates, self)
 
     def decode(self, obj: Any) -> Sequence[Event]:
         """Events for one JSON-RPC message from the agent."""
@@ -288,7 +220,7 @@ class AcpHostCodec(HostCodec):
         if isinstance(method, str):
             if "id" not in obj:
                 return (RawEvent(name=method, raw=obj),)
-            return self._agent_request(obj, method)
+            return self._requests.decode(obj, method)
         if "id" in obj and ("result" in obj or "error" in obj):
             return self._response(obj)
         return (
@@ -302,18 +234,6 @@ class AcpHostCodec(HostCodec):
         self._announce = False
         return [SessionStarted(session_id=self.session_id or "", model=self._model)]
 
-    def _agent_request(self, obj: dict[str, Any], method: str) -> Sequence[Event]:
-        rid = obj["id"]
-        if not isinstance(rid, (str, int)) or isinstance(rid, bool):
-            return (Diagnostic(code="unexpected_output_shape", detail="request id is not a string or number", raw=obj),)
-        key = orjson.dumps(rid).decode()  # keeps 1 and "1" apart
-        params = obj.get("params")
-        params = params if isinstance(params, dict) else {}
-        self._agent_requests[key] = (rid, method, params)
-        if method == _PERMISSION:
-            return (ControlRequest(request_id=key, subtype="can_use_tool", request=can_use_tool(params), raw=obj),)
-        return (ControlRequest(request_id=key, subtype=method, request=params, raw=obj),)
-
     def _response(self, obj: dict[str, Any]) -> Sequence[Event]:
         rid = obj["id"]
         method = self._pending.pop(rid, None) if isinstance(rid, (int, str)) else None
@@ -325,8 +245,8 @@ class AcpHostCodec(HostCodec):
             error = error if "error" in obj else {"code": -32603, "message": "result is not an object"}
         slot = self._forwards.pop(rid, None)
         if slot is not None:
-            if error is None:
-                self._offered(method, slot.params, result)
+            if error is None:  # keep the offer current
+                self.offer = switched(self.offer, method, slot.params, result)
             slot.response = obj
             slot.done.set()
             return ()
@@ -337,22 +257,11 @@ class AcpHostCodec(HostCodec):
             return self._initialized(result, error, obj)
         if method in ("session/new", "session/load"):
             return self._opened(method, result, error, obj)
-        if method in ("session/set_model", "session/set_config_option", "session/set_mode"):
-            events: list[Event] = [RawEvent(name=method, raw=obj)]
-            if error is not None and method == "session/set_mode":
-                detail = f"the agent did not set the mode: {_rpc_message(error)}"
-                events = [Diagnostic(code="mode_not_set", detail=detail, raw=obj)]
-            elif error is not None:
-                detail = f"the agent did not set the model: {_rpc_message(error)}"
-                events = [Diagnostic(code="model_not_set", detail=detail, raw=obj)]
-            elif self._step is not None:
-                self._offered(method, self._step[1], result)
-            return events + self._next_setup()
+        if method in SETUP_METHODS:
+            if error is None and self._step is not None:
+                self.offer = switched(self.offer, method, self._step[1], result)
+            return [setup_answered(method, error, obj), *self._next_setup()]
         return (RawEvent(name=f"response/{method}", raw=obj),)
-
-    def _offered(self, method: str, params: Mapping[str, Any], result: Any) -> None:
-        """Keep :attr:`offer` current after a successful switch (``params`` its request's)."""
-        self.offer = switched(self.offer, method, params, result)
 
     def _fail_handshake(self, code: str, message: str, obj: Any) -> list[Event]:
         turn = self._turn

@@ -16,10 +16,19 @@ from typing import Any
 
 import trio
 
-__all__ = ["Forwarded", "OFFER_KEYS", "model_option", "option_values", "setup_requests", "switched"]
+from agentrt.events import Diagnostic, Event, RawEvent
+
+from ._rpc import rpc_message
+
+__all__ = [
+    "Forwarded", "OFFER_KEYS", "SETUP_METHODS", "model_option", "option_values", "setup_answered", "setup_requests",
+    "switched",
+]
 
 #: The fields of a ``session/new`` / ``session/load`` result that say what the session can switch to.
 OFFER_KEYS = ("models", "modes", "configOptions")
+#: The requests :func:`setup_requests` makes.
+SETUP_METHODS = ("session/set_model", "session/set_config_option", "session/set_mode")
 
 
 class Forwarded:
@@ -104,3 +113,16 @@ def switched(offer: Mapping[str, Any], method: str, params: Mapping[str, Any], r
     elif method == "session/set_mode" and isinstance(out.get("modes"), dict):
         out["modes"] = {**out["modes"], "currentModeId": params.get("modeId")}
     return out
+
+
+def setup_answered(method: str, error: Any, raw: Any) -> Event:
+    """The event for the agent's answer to a set-up request: the answer as it came, or why it failed.
+
+    A failure is a ``Diagnostic`` (``mode_not_set``, else ``model_not_set``),
+    not the turn's end: the session goes on with the agent's own choice.
+    """
+    if error is None:
+        return RawEvent(name=method, raw=raw)
+    if method == "session/set_mode":
+        return Diagnostic(code="mode_not_set", detail=f"the agent did not set the mode: {rpc_message(error)}", raw=raw)
+    return Diagnostic(code="model_not_set", detail=f"the agent did not set the model: {rpc_message(error)}", raw=raw)
