@@ -9,7 +9,11 @@ has exec'd or exited and the server has let go.  The task that sends a
 message reads its report and hands every other requester its answer; those
 wait without a cancel scope or a descriptor of their own (a parked task,
 uncancellable as trio's own spawn), so a child costs the owner no pipe, no
-``epoll`` registration and no scope beyond its three standard streams.
+``epoll`` registration and no scope beyond its three standard streams.  The
+price: a requester learns its answer when the whole batch has exec'd, and a
+batch that outlives the hang guard (a stuck server, or a child that never
+gets to ``exec``) fails whole with ``ETIMEDOUT``, every child it reported
+killed and reaped.
 """
 
 from __future__ import annotations
