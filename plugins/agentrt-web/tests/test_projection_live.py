@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -137,3 +138,93 @@ async def test_markdown_frames_keep_to_a_byte_budget_with_many_pages(autojump_cl
     for (at, size), later in zip(zip(md_times, sizes), md_times[1:]):
         assert later - at >= max(MD_INTERVAL, size * 50 / MD_BUDGET) * 0.99, (at, later, size)
     assert sum(sizes) * 50 <= MD_BUDGET * (md_times[-1] - md_times[0]) + sizes[-1] * 50
+
+
+async def test_a_rendering_rides_the_next_text_frame(autojump_clock: Any) -> None:
+    """While text streams, the live Markdown goes out in a text frame: one write per page for both, text first."""
+    hub = Hub()
+    sub = hub.subscribe("thread:t")
+    frames: list[list[dict[str, Any]]] = []
+
+    async def read() -> None:
+        async for frame in sub.receive:
+            frames.append(messages(frame))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        sink = WebSink(hub, "t", nursery)
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        for n in range(200):  # 2 s of words, one every 10 ms: text is always waiting for its frame
+            await sink.handle(batch(TextDelta(text=f"w{n} ")))
+            await trio.sleep(0.01)
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    rendered = [f for f in frames if any(m["k"] == "md" for m in f)]
+    assert len(rendered) >= 4
+    # No frame of a rendering alone while words come: each carries the text held for it, before it.
+    # (The last may go alone: the words had ended, nothing was held for it.)
+    assert all([m["k"] for m in f] == ["text", "md"] for f in rendered[:-1]), [[m["k"] for m in f] for f in frames]
+    assert rendered[-1][-1]["n"] == utf16_len("".join(f"w{n} " for n in range(200)))
+    sent = ""
+    for f in frames:
+        for m in f:
+            if m["k"] == "text":
+                sent += m["text"]
+            elif m["k"] == "md":
+                assert m["n"] <= utf16_len(sent)  # a rendering covers only text the page has
+    assert sent == "".join(f"w{n} " for n in range(200))
+
+
+async def _frame_gaps(
+    autojump_clock: Any, cpu_share: float, deltas: int, frames: int = 6
+) -> list[float]:
+    """Gaps between the text frames 50 pages get while batches of ``deltas`` deltas come every 10 ms
+    and the server gets ``cpu_share`` of a core."""
+    hub = Hub()
+    subs = [hub.subscribe("thread:t") for _ in range(50)]
+    times: list[float] = []
+    async with trio.open_nursery() as nursery:
+        sink = WebSink(hub, "t", nursery)
+        sink.cpu_clock = lambda: trio.current_time() * cpu_share
+        await sink.handle(batch(TurnStarted(turn=1, prompt="go")))
+        await trio.sleep(10)  # (the last frame long ago: the first text goes at once)
+
+        async def feed() -> None:
+            while True:
+                await sink.handle(batch(*[TextDelta(text="x")] * deltas))
+                await trio.sleep(0.01)
+
+        nursery.start_soon(feed)
+        while len(times) < frames:
+            frame = await subs[0].receive.receive()
+            if b'"k":"text"' in frame:
+                times.append(trio.current_time())
+        nursery.cancel_scope.cancel()
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+async def test_bulk_text_waits_for_the_servers_cpu(autojump_clock: Any) -> None:
+    """Text in bulk, a server getting half a core: one frame per interval of its CPU (twice the interval)."""
+    from agentrt_web._websink import BULK_DELTAS, frame_interval
+
+    interval = frame_interval(50)
+    gaps = await _frame_gaps(autojump_clock, 0.5, BULK_DELTAS + 44)
+    assert all(abs(g - 2 * interval) < 0.005 for g in gaps[1:]), gaps
+    # A server with the whole core: the clock's interval.
+    gaps = await _frame_gaps(autojump_clock, 1.0, BULK_DELTAS + 44)
+    assert all(abs(g - interval) < 0.005 for g in gaps[1:]), gaps
+
+
+async def test_bulk_text_waits_at_most_a_few_intervals(autojump_clock: Any) -> None:
+    from agentrt_web._websink import BULK_DELTAS, BULK_HOLD, frame_interval
+
+    gaps = await _frame_gaps(autojump_clock, 0.0, BULK_DELTAS + 44)
+    assert all(abs(g - BULK_HOLD * frame_interval(50)) < 0.005 for g in gaps[1:]), gaps
+
+
+async def test_words_at_a_models_pace_go_by_the_clock(autojump_clock: Any) -> None:
+    """A few deltas a frame (a model writing words): the clock's interval, whatever the server's CPU."""
+    from agentrt_web._websink import frame_interval
+
+    gaps = await _frame_gaps(autojump_clock, 0.0, 1)
+    assert all(abs(g - frame_interval(50)) < 0.005 for g in gaps[1:]), gaps

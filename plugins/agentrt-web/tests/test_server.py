@@ -296,3 +296,40 @@ async def test_chat_uses_the_browsing_protocol_only_when_the_store_offers_it(tmp
                 assert await chats.delete("t1") is True
                 assert await chats.list_threads() == []
     await sqlite_store.aclose()
+
+
+async def test_a_streams_frames_skip_the_layers_between_the_wall_and_the_server() -> None:
+    """Each frame is a send per page: only the response start goes through the layers (headers added there)."""
+    from agentrt_web._security import SecurityMiddleware, Sessions
+    from agentrt_web._sse import SSEResponse
+
+    async def body() -> Any:
+        for n in range(3):
+            yield b"data: %d\n\n" % n
+
+    layer: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        async def layered(message: Any) -> None:  # what starlette's middlewares do to ``send``
+            layer.append(message["type"])
+            await send(message)
+
+        await SSEResponse(body())(scope, receive, layered)
+
+    server: list[Any] = []
+
+    async def send(message: Any) -> None:
+        server.append(message)
+
+    async def receive() -> Any:
+        await trio.sleep_forever()
+
+    wall = SecurityMiddleware(app, sessions=Sessions(), token=None, loopback_only=True)
+    scope = {"type": "http", "method": "GET", "path": "/events/bots", "headers": [(b"host", b"127.0.0.1:1")]}
+    await wall(scope, receive, send)
+    assert layer == ["http.response.start"]
+    assert [m["type"] for m in server] == ["http.response.start"] + ["http.response.body"] * 4
+    assert b"".join(m["body"] for m in server[1:]) == b"data: 0\n\ndata: 1\n\ndata: 2\n\n"
+    assert server[-1]["more_body"] is False
+    headers = dict(server[0]["headers"])
+    assert headers[b"content-type"].startswith(b"text/event-stream") and b"content-security-policy" in headers

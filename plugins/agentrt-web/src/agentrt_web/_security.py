@@ -46,6 +46,8 @@ import attrs
 
 from agentrt.net import is_loopback_host
 
+from ._sse import BODY_SEND
+
 __all__ = ["SecurityMiddleware", "Sessions", "Session", "Throttle", "CSP", "COOKIE", "ATTEMPTS", "WINDOW"]
 
 Scope = MutableMapping[str, Any]
@@ -324,6 +326,8 @@ class SecurityMiddleware:
                 message["headers"] = headers
             await send(message)
 
+        # A stream sends its frames past every layer (only the response start needs them).
+        scope[BODY_SEND] = send
         await self.app(scope, receive, send_wrapper)
 
 

@@ -8,6 +8,11 @@ neither closed nor watched for idleness any more, so at shutdown hypercorn
 waits its whole graceful timeout for it (the browser reuses it to reconnect).
 Here the last ``send`` is shielded, and the disconnect listener only stops
 the stream while frames are flowing.
+
+A stream's body messages go straight to the server's ``send`` when the
+security middleware left it in the scope (:data:`BODY_SEND`): the layers in
+between act on the response start only, and with many pages each frame is a
+send per page.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from typing import Any
 
 import trio
 
-__all__ = ["SSEResponse"]
+__all__ = ["SSEResponse", "BODY_SEND"]
 
 Message = MutableMapping[str, Any]
+#: The scope key of the server's own ``send`` (set by the outermost middleware, after its checks).
+BODY_SEND = "agentrt.body_send"
 
 
 class SSEResponse:
@@ -34,6 +41,7 @@ class SSEResponse:
     async def __call__(
         self, scope: Any, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]
     ) -> None:
+        body_send = scope.get(BODY_SEND, send)
         async with trio.open_nursery() as nursery:
 
             async def watch_disconnect() -> None:
@@ -46,7 +54,7 @@ class SSEResponse:
                 await send({"type": "http.response.start", "status": 200, "headers": self.headers})
                 try:
                     async for chunk in self.body:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        await body_send({"type": "http.response.body", "body": chunk, "more_body": True})
                 finally:
                     aclose = getattr(self.body, "aclose", None)
                     if aclose is not None:
@@ -55,5 +63,5 @@ class SSEResponse:
             if not streaming.cancelled_caught:
                 # The end of the body: the server recycles or closes the connection inside this call.
                 with trio.CancelScope(shield=True):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    await body_send({"type": "http.response.body", "body": b"", "more_body": False})
             nursery.cancel_scope.cancel()

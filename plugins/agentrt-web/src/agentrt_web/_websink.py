@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -55,6 +55,12 @@ MD_INTERVAL = 0.25
 MD_BUDGET = 4 << 20
 #: Past this length the reply streams as plain text until it ends (rendering it live would cost too much).
 MD_LIVE_MAX = 200_000
+#: Text in bulk (more deltas than this since the last frame; a model streaming words sends tens) is
+#: paced by the server's CPU time as well as the clock: a frame waits for an interval of the server's
+#: CPU, at most :data:`BULK_HOLD` intervals.  So when the server gets less of a core (a loaded machine)
+#: its pages get fewer frames, and their writes keep to the same share of its CPU.
+BULK_DELTAS = 256
+BULK_HOLD = 4
 
 
 def frame_interval(pages: int) -> float:
@@ -102,6 +108,15 @@ class WebSink:
         self._held_wall = 0.0
         self._flush_pending = False
         self._next_text_frame = 0.0
+        # When the last text frame went out (trio clock, process CPU), the interval it set, deltas since.
+        self._frame_mono = 0.0
+        self._frame_cpu = 0.0
+        self._frame_gap = 0.0
+        self._deltas = 0
+        #: The server's CPU time (this process, all threads): what busy pacing counts.
+        self.cpu_clock: Callable[[], float] = time.process_time
+        # A live Markdown rendering waiting for the next text frame: (message, its pause, the text pieces it covers).
+        self._held_md: tuple[dict[str, Any], float, int] | None = None
         #: Terminal messages delivered so far (tests wait on them).
         self.terminals = 0
         self._md_pending = False
@@ -164,16 +179,15 @@ class WebSink:
             return
         now = trio.current_time()
         text_only = len(out) == 1 and out[0]["k"] == "text"
-        if text_only and self._nursery is not None and (self._held or now < self._next_text_frame):
+        if text_only and self._nursery is not None and (
+                self._held or now < self._next_text_frame or self._cpu_wait(now)):
             # Pace text: hold it for the next frame (a display refresh) instead of sending a
             # frame per chunk.  Holding here, rather than awaiting, keeps this sink fast, so the
             # conversation never has to merge batches for it.
             if not self._held:
                 self._held_wall = batch.wall
             self._held.append(out[0]["text"])
-            if not self._flush_pending:
-                self._flush_pending = True
-                self._nursery.start_soon(self._flush_later)
+            self._hold_for_frame()
             return
         self._publish(out, batch.wall, now)
 
@@ -194,6 +208,7 @@ class WebSink:
 
     def _text(self, out: list[dict[str, Any]], pieces: list[str]) -> None:
         text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        self._deltas += len(pieces)
         if self._after_tool:
             # Words after a tool call are a new message of the agent's: a paragraph of their own,
             # not glued to the sentence before the call ("I will run it.The tool said: hi").
@@ -210,27 +225,63 @@ class WebSink:
             self._nursery.start_soon(self._render_later, self.live)
 
     def _publish(self, out: list[dict[str, Any]], wall: float, now: float) -> None:
+        held_md = self._held_md
+        if held_md is not None:
+            self._held_md = None
+            if not any(m["k"] in ("done", "failed") for m in out):  # (the end carries the whole reply's)
+                out.insert(0, held_md[0])
         if self._held:
-            # Held text goes first: the page sees everything in order.
+            # Held text goes first: the page sees everything in order (a rendering covers only text before it).
             out.insert(0, {"k": "text", "text": "".join(self._held)})
             wall = self._held_wall
             self._held = []
-        if any(m["k"] == "text" for m in out):
-            self._next_text_frame = now + frame_interval(self.hub.subscribers(self.topic))
+        if any(m["k"] in ("text", "md") for m in out):
+            self._frame_gap = frame_interval(self.hub.subscribers(self.topic))
+            self._next_text_frame = now + self._frame_gap
+            self._frame_mono, self._frame_cpu = now, self.cpu_clock()
+            self._deltas = 0
         # ``t`` is when the runtime decoded the (first) chunk: the page-latency benchmark reads it.
         self.hub.publish(self.topic, sse_frame({"t": wall, "m": out}))
+        if held_md is not None:
+            self._rendered(held_md[1], held_md[2], now)
+
+    def _cpu_wait(self, now: float) -> float:
+        """Seconds a held frame still waits for the server's CPU time (0: it may go; see :data:`BULK_DELTAS`)."""
+        if self._deltas <= BULK_DELTAS:
+            return 0.0
+        cpu = self.cpu_clock() - self._frame_cpu
+        wall = now - self._frame_mono
+        if cpu >= self._frame_gap or wall >= BULK_HOLD * self._frame_gap:
+            return 0.0
+        # Check again when the CPU time, at the rate it went since the frame, will have come.
+        rate = max(cpu / wall, 1 / BULK_HOLD) if wall > 0 else 1.0
+        return max(1e-3, min((self._frame_gap - cpu) / rate, BULK_HOLD * self._frame_gap - wall))
+
+    def _hold_for_frame(self) -> None:
+        if not self._flush_pending and self._nursery is not None:
+            self._flush_pending = True
+            self._nursery.start_soon(self._flush_later)
 
     async def _flush_later(self) -> None:
         try:
-            await trio.sleep_until(self._next_text_frame)
+            while True:
+                await trio.sleep_until(self._next_text_frame)
+                wait = self._cpu_wait(trio.current_time())
+                if not wait:
+                    break
+                self._next_text_frame = trio.current_time() + wait
         finally:
             self._flush_pending = False
-        if self._held:
-            self._publish([], self._held_wall, trio.current_time())
+        if self._held or self._held_md is not None:
+            self._publish([], self._held_wall if self._held else time.time(), trio.current_time())
 
     async def _render_later(self, live: LiveState) -> None:
-        """Send the Markdown of the reply so far (``md``): the page shows it, plus the text after it."""
-        pieces = 0
+        """Send the Markdown of the reply so far (``md``): the page shows it, plus the text after it.
+
+        The rendering goes out with the next text frame (one write per page for both), or at once
+        when no frame is due; the next rendering waits until it has gone out.
+        """
+        held = False
         try:
             await trio.sleep_until(self._next_md)
             pieces = len(live.text)
@@ -240,16 +291,28 @@ class WebSink:
             began = trio.current_time()
             html = render_markdown(text) if len(text) < 20_000 else await trio.to_thread.run_sync(render_markdown, text)
             now = trio.current_time()
+            if self.live is not live:
+                return  # the turn ended meanwhile: its final rendering is already on its way
             pages = self.hub.subscribers(self.topic)
-            self._next_md = now + max(MD_INTERVAL, 10 * (now - began), len(html) * pages / MD_BUDGET)
+            gap = max(MD_INTERVAL, 10 * (now - began), len(html) * pages / MD_BUDGET)
+            # ``n`` counts UTF-16 code units, as the page's strings do: the page keeps the text after it.
+            self._held_md = ({"k": "md", "turn": live.turn, "html": html, "n": utf16_len(text)}, gap, pieces)
+            held = True
         finally:
-            self._md_pending = False
-        if self.live is not live:
-            return  # the turn ended meanwhile: its final rendering is already on its way
-        # ``n`` counts UTF-16 code units, as the page's strings do: the page keeps the text after it.
-        self._publish([{"k": "md", "turn": live.turn, "html": html, "n": utf16_len(text)}], time.time(), now)
+            if not held:
+                self._md_pending = False
+        if self._held or now < self._next_text_frame:
+            self._hold_for_frame()
+        else:
+            self._publish([], time.time(), now)
+
+    def _rendered(self, gap: float, pieces: int, now: float) -> None:
+        # A rendering went out: the next one waits ``gap`` from now, and only if text came since.
+        self._next_md = now + gap
+        self._md_pending = False
+        live = self.live
         if len(live.text) > pieces and self._nursery is not None:
-            self._md_pending = True  # text that arrived while rendering gets the next one
+            self._md_pending = True
             self._nursery.start_soon(self._render_later, live)
 
     async def _terminal(self, ev: Any, batch: EventBatch) -> dict[str, Any]:
