@@ -34,13 +34,14 @@ _LAZY = {
     "ProcessSpec": "agentrt._process",
     "Conversation": "agentrt._conversation",
     "open_conversation": "agentrt._conversation",
-    "TurnStream": "agentrt._turn_stream",
+    "TurnStream": "agentrt._conversation",
     "tune_gc": "agentrt._os.gc_tuning",
     "tune_malloc": "agentrt._os.malloc_tuning",
 }
 
 if TYPE_CHECKING:
     from ._conversation import Conversation as Conversation
+    from ._conversation import TurnStream as TurnStream
     from ._conversation import open_conversation as open_conversation
     from ._launch import LaunchSpec as LaunchSpec
     from ._os.gc_tuning import tune_gc as tune_gc
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from ._plugins import Plugins as Plugins
     from ._plugins import get_plugins as get_plugins
     from ._process import ProcessSpec as ProcessSpec
-    from ._turn_stream import TurnStream as TurnStream
 
 
 def __getattr__(name: str) -> Any:

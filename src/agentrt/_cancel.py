@@ -40,8 +40,8 @@ from .dialect import Interruptible
 from .errors import AgentrtError
 
 if TYPE_CHECKING:
+    from ._conversation import TurnState
     from ._engine import HostedProcess
-    from ._turn_stream import TurnState
 
 __all__ = ["CANCEL_GRACE", "KILL_WAIT", "end_turn"]
 

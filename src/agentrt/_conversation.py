@@ -1,57 +1,56 @@
-"""A conversation: the turn rules and the fan-out around one engine.
+"""A conversation: turns over one engine, and the stream each turn is read through.
+
+:class:`Conversation` sends turns (encoded once, one stdin write attempt per
+send, never replayed), cancels them and closes; :class:`TurnStream` is one
+turn's events as its caller reads them.  A prompt's whole way to the agent's
+stdin is in this file, the engine's (:mod:`agentrt._engine`), the process's
+(:mod:`agentrt._process`) and the dialect's codec.
 
 The process (spawn and respawn with ``--resume``, its read loop and parking,
 the first-output watch, raw taps, the bounded stop, its end) is the engine's,
 :class:`agentrt._engine.HostedProcess`, whose owner is the conversation's
-:class:`agentrt._conversation_owner.ConversationOwner` (each process's spec,
-codec and probe; what its output and its end mean for the live turn); the
-rules (:class:`agentrt._turn_rules.TurnRules`), early ends
-(:mod:`agentrt._cancel`), control answers (:mod:`agentrt._control`) and the
-sinks (:class:`agentrt._fanout.Fanout`) each live in their own module.
-
-What stays here: sending one turn (encoded once, one stdin write attempt per
-send, never replayed), cancelling and closing.  Everything decoded from one stdout chunk travels as
-one :class:`~agentrt.events.EventBatch`.  The agent exiting before the
-terminal event fails the turn with ``exit_before_result``, at the latest
-:data:`EXIT_OUTPUT_GRACE` after the exit even if a grandchild still holds
-stdout open (its process group is then killed).
+:class:`agentrt._conversation_owner.ConversationOwner`: each process's spec,
+codec and probe, and everything that comes back (the turn rules, the
+fan-out, what the process's end means for the live turn).  Early ends are
+:mod:`agentrt._cancel`'s; :func:`open_conversation` lives in
+:mod:`agentrt._conversation_open` and is re-exported here.  Everything decoded
+from one stdout chunk travels as one :class:`~agentrt.events.EventBatch`.  The
+agent exiting before the terminal event fails the turn with
+``exit_before_result``, at the latest :data:`EXIT_OUTPUT_GRACE` after the exit
+even if a grandchild still holds stdout open (its process group is then
+killed).
 """
 
 from __future__ import annotations
 
-import os
-import time
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Literal
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 import trio
 
 from ._cancel import end_turn as _end_turn
-from ._control import answer_control
+from ._conversation_open import open_conversation
 from ._conversation_owner import ConversationOwner
 from ._engine import HostedProcess
-from ._exceptions import collapse_single_group
-from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES, Fanout
-from ._launch import LaunchSpec, is_valid_session_id
-from ._mismatch import first_output_timeout as _first_output_from_env
+from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES
+from ._launch import LaunchSpec
 from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
 from ._tap import TapSource
-from ._turn_rules import TurnRules
-from ._turn_stream import TurnState, TurnStream
+from ._turn_rules import TurnProgress, TurnRules
 from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
-from .events import ControlRequest, Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
+from .events import Event, TurnCompleted, TurnFailed, TurnStarted
 from .permissions import PermissionPolicy
 
 if TYPE_CHECKING:
-    from ._plugins import Plugins
     from .sinks import Sink
 
 __all__ = [
     "Conversation",
+    "TurnState",
     "TurnStream",
     "open_conversation",
     "RUNTIME_FAILURE_CODES",
@@ -63,9 +62,10 @@ __all__ = [
 class Conversation:
     """Turns over one live agent process (respawned with ``--resume`` when needed).
 
-    Create it with :func:`open_conversation`.  The turn rules and the fan-out
-    live here; the process, its read loop and its end live in its engine
-    (:class:`~agentrt.lowlevel.HostedProcess`).
+    Create it with :func:`open_conversation`.  The process, its read loop and
+    its end live in its engine (:class:`~agentrt.lowlevel.HostedProcess`);
+    what comes back from it goes through the turn rules and the fan-out of
+    its owner.
     """
 
     def __init__(
@@ -91,9 +91,6 @@ class Conversation:
         self._rules = TurnRules(model=launch.model)
         self._turn: TurnState | None = None
         self._turns = 0
-        self._seq = 0
-        self._internal_events: list[Event] = []
-        self._fanout = Fanout(nursery, on_failure=self._internal_events.append, close_timeout=CLOSE_TIMEOUT)
         self._owner = owner = ConversationOwner(
             self, cwd=cwd, parent_env=parent_env, term_grace=term_grace, first_output=first_output
         )
@@ -136,7 +133,7 @@ class Conversation:
         A sink that is also a :class:`~agentrt.lowlevel.TapSource` is asked for a
         raw tap for every agent process spawned from now on.
         """
-        self._fanout.attach(sink)
+        self._owner.fanout.attach(sink)
         if isinstance(sink, TapSource):
             self._owner.tap_sources += (sink,)
 
@@ -151,7 +148,7 @@ class Conversation:
 
         Some events then never reached that sink; ``agentrt run`` exits non-zero.
         """
-        return self._fanout.failures
+        return self._owner.fanout.failures
 
     @property
     def process(self) -> AgentProcess | None:
@@ -181,12 +178,12 @@ class Conversation:
         state = self._turn
         if state is None or state.progress.terminal is not None:
             return False
-        await _end_turn(state, self._engine, self._fail, code=code, message=message, interrupt=interrupt)
+        await _end_turn(state, self._engine, self._owner.fail, code=code, message=message, interrupt=interrupt)
         return True
 
     async def _end_state(self, state: TurnState) -> None:
         # A TurnStream closed before its turn ended.
-        await _end_turn(state, self._engine, self._fail)
+        await _end_turn(state, self._engine, self._owner.fail)
 
     async def stop(self) -> ExitStatus | None:
         """Stop the agent process (idempotent, bounded); returns how it ended.
@@ -194,41 +191,6 @@ class Conversation:
         Later sends fail with ``session_exited``.
         """
         return await self._engine.close()
-
-    # -- turn rules and fan-out ---------------------------------------------
-    async def _dispatch(self, events: Sequence[Event]) -> None:
-        state = self._turn
-        out, for_turn, controls = self._rules.apply(events)
-        if self._internal_events:
-            # A new list: `out` may be the very list handed to the turn's consumer.
-            out = out + self._internal_events
-            self._internal_events.clear()
-        if not out:
-            return
-        batch = EventBatch(
-            source=self.id, first_seq=self._seq, mono=trio.current_time(), wall=time.time(), events=tuple(out)
-        )
-        self._seq += len(out)
-        if state is not None and for_turn:
-            state.send.send_nowait(for_turn)
-            if state.progress.terminal is not None:
-                state.ended.set()
-                state.send.close()
-                if self._turn is state:
-                    self._turn = None
-        await self._fanout.send(batch)
-        for req in controls:
-            self._nursery.start_soon(self._answer_control, req)
-
-    async def _fail(self, code: str, message: str) -> None:
-        # Ends the turn in flight, if any, with this failure.
-        await self._dispatch(self._rules.fail_current(code, message))
-
-    async def _answer_control(self, req: ControlRequest) -> None:
-        proc, codec = self._engine.process, self._engine.codec
-        if proc is None or codec is None:
-            return
-        await answer_control(req, codec=codec, policy=self._policy, send=proc.send, report=self._internal_events.append)
 
     async def _begin_turn(self, turn: Turn) -> TurnState:
         if self._send_lock is None:
@@ -239,8 +201,8 @@ class Conversation:
                 if previous.waiting:
                     raise AgentrtError("turn_in_progress", "the previous turn has not ended")
                 # Abandoned (its stream left unclosed): end it as closing it would have.
-                await _end_turn(previous, self._engine, self._fail)
-            engine = self._engine
+                await _end_turn(previous, self._engine, self._owner.fail)
+            engine, dispatch = self._engine, self._owner.on_events
             resume = self._rules.session_id or self._resume
             codec = engine.next_codec(resume)
             data = codec.encode_turn(turn)  # once; refuses unsupported blocks before any write
@@ -248,7 +210,7 @@ class Conversation:
             state = TurnState(self._rules.begin_turn(self._turns))
             self._turn = state
             try:
-                await self._dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
+                await dispatch([TurnStarted(turn=self._turns, prompt=content_text(turn))])
                 proc = await engine.ensure(resume)
                 if state.progress.terminal is not None:
                     return state  # ended (cancelled) while the process started: nothing is written
@@ -260,13 +222,13 @@ class Conversation:
                 # The one write attempt of this send; then the agent has the first-output bound to answer.
                 await engine.send(data, waiting=lambda: state.progress.live and state.proc is proc)
             except AgentrtError as exc:
-                await self._dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
+                await dispatch(self._rules.fail_current(exc.code, exc.detail or exc.code))
             except trio.Cancelled:
                 # The caller's scope was cancelled while the turn was being started: it still ends, once.
                 with trio.CancelScope(shield=True):
                     if state.proc is not None and state.progress.live:
                         self._engine.replace_process()  # the write may have been cut short
-                    await self._dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
+                    await dispatch(self._rules.fail_current("turn_cancelled", "the turn was cancelled"))
                 raise
             return state
 
@@ -277,87 +239,158 @@ class Conversation:
         deadline = trio.current_time() + CLOSE_TIMEOUT
         with trio.CancelScope(shield=True):
             await self.stop()
-            with trio.move_on_at(deadline):
-                # Whatever the pump could not deliver is lost only if a sink hangs past the deadline.
-                if self._internal_events:
-                    await self._dispatch([])
-            await self._fanout.aclose(deadline=deadline)
+            await self._owner.close_sinks(deadline)
 
 
-@asynccontextmanager
-async def open_conversation(
-    launch: LaunchSpec | None = None,
-    *,
-    plugins: Plugins | None = None,
-    resume: str | None = None,
-    sinks: Sequence[Sink] = (),
-    cwd: str | None = None,
-    parent_env: Mapping[str, str] | None = None,
-    conversation_id: str | None = None,
-    permission_policy: PermissionPolicy | None = None,
-    dialect: Dialect | None = None,
-    term_grace: float | None = None,
-    first_output_timeout: float | Literal["env"] | None = "env",
-) -> AsyncIterator[Conversation]:
-    """Open a conversation with the agent CLI that ``launch`` names.
+class TurnState:
+    """The I/O side of one turn: where its events go, and when it ended."""
 
-    ``launch`` defaults to the launch contract read from the environment
-    (``AWP_AGENT_CLI_*``).  The process starts here, so launch and spawn
-    errors (``spawn_failed``) are raised on entry.  If the process exits, the
-    next send starts a new one, resuming the native session when the agent
-    reported a valid id.  ``term_grace`` overrides how long a stopping agent
-    has between SIGTERM and SIGKILL.  ``first_output_timeout`` bounds how long
-    a new process has after the prompt to write a line its dialect recognises
-    before the turn fails ``protocol_mismatch`` (``None``: no bound; by
-    default ``AGENTRT_FIRST_OUTPUT_TIMEOUT`` of ``parent_env``, else 30 s).  Leaving the block (normally, by
-    exception or by cancellation of the caller's scope) stops the agent and
-    flushes the sinks, shielded and bounded.
+    def __init__(self, progress: TurnProgress) -> None:
+        self.progress = progress
+        self.send, self.recv = trio.open_memory_channel[Sequence[Event]](math.inf)
+        self.ended = trio.Event()
+        # The process this turn was written to: only its exit can end the turn.
+        self.proc: object | None = None
+        #: Tasks waiting for this turn's next events right now (its stream is being read).
+        self.waiting = 0
+        #: The wait for the agent's own answer to an interrupt, while there is one (agentrt._cancel).
+        self.cut_short: trio.CancelScope | None = None
 
-    Example::
 
-        async with open_conversation(LaunchSpec(executable="/usr/local/bin/my-agent")) as conv:
-            async for event in conv.send("hello"):
-                print(event)
+class TurnStream:
+    """The events of one turn, ending with its terminal event.
+
+    Iterating writes the turn (once) and yields events as they arrive::
+
+        async for event in conv.send("hello"):
+            ...
+
+    ``await stream.result()`` drains it and returns the terminal event.
+
+    A stream is closable, like httpx's streaming responses: ``await
+    stream.aclose()``, or leaving ``async with conv.send(...) as stream:``,
+    ends a turn that has not ended exactly as
+    :meth:`~agentrt.Conversation.cancel_turn` does (the dialect's interrupt
+    where it has one, then the bounded stop; one ``turn_cancelled``); the
+    conversation stays usable.  Closing is shielded and bounded; after it,
+    iteration ends and :attr:`terminal` holds the turn's terminal event.
+    Closing a stream that was never iterated writes nothing.
     """
-    env = dict(os.environ) if parent_env is None else dict(parent_env)
-    if launch is None:
-        launch = LaunchSpec.from_env(env)
-    if resume is not None and not is_valid_session_id(resume):
-        raise AgentrtError("invalid_resume_session_id", "resume id must match [A-Za-z0-9._:-]{1,256}")
-    first_output = _first_output_from_env(env) if first_output_timeout == "env" else first_output_timeout
-    if plugins is None and (dialect is None or permission_policy is None):
-        from ._plugins import get_plugins
 
-        plugins = get_plugins()
-    if dialect is None:
-        assert plugins is not None
-        dialect = plugins.dialect(launch.protocol)
-    if permission_policy is None:
-        assert plugins is not None
-        permission_policy = plugins.permission_policy()
-    # The nursery only runs our background tasks: an error from the body or from
-    # spawning is the caller's one exception, not a group to unpack.
-    with collapse_single_group():
-        async with trio.open_nursery() as nursery:
-            conv = Conversation(
-                nursery=nursery,
-                launch=launch,
-                dialect=dialect,
-                permission_policy=permission_policy,
-                cwd=cwd,
-                parent_env=env,
-                conversation_id=conversation_id or str(uuid.uuid4()),
-                resume=resume,
-                term_grace=term_grace,
-                first_output=first_output,
-            )
-            for sink in sinks:
-                await conv.attach(sink)
+    def __init__(
+        self,
+        begin: Callable[[Turn], Awaitable[TurnState]],
+        turn: Turn,
+        end: Callable[[TurnState], Awaitable[None]] | None = None,
+    ) -> None:
+        self._begin = begin
+        self._end = end
+        self._turn = turn
+        self._state: TurnState | None = None
+        self._buffer: list[Event] = []
+        self._pos = 0
+        self._done = False
+        self._closed = False
+        #: The terminal event, once the turn has ended (and been read, or the stream closed).
+        self.terminal: TurnCompleted | TurnFailed | None = None
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __aenter__(self) -> TurnStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _receive(self, state: TurnState) -> Sequence[Event]:
+        state.waiting += 1
+        try:
+            return await state.recv.receive()
+        finally:
+            state.waiting -= 1
+
+    async def __anext__(self) -> Event:
+        if self._closed:
+            raise StopAsyncIteration
+        state = self._state
+        if state is None:  # the first iteration writes the turn
+            state = self._state = await self._begin(self._turn)
+        while self._pos >= len(self._buffer):
+            if self._done:
+                raise StopAsyncIteration
             try:
-                # Spawn now, not at the first send: output before the first input is
-                # then visible as such, and a spawn failure surfaces here.
-                await conv._engine.ensure(resume)
-                yield conv
-            finally:
-                await conv._aclose()
-                nursery.cancel_scope.cancel()
+                batch = await self._receive(state)
+            except trio.EndOfChannel:
+                self._done = True
+                raise StopAsyncIteration from None
+            self._buffer = list(batch)
+            self._pos = 0
+        ev = self._buffer[self._pos]
+        self._pos += 1
+        if isinstance(ev, (TurnCompleted, TurnFailed)):
+            self.terminal = ev
+            self._done = True
+        return ev
+
+    async def batches(self) -> AsyncIterator[Sequence[Event]]:
+        """The turn's events a received chunk at a time (cheaper than one at a time).
+
+        Each item is the events one stdout read produced, in order; the last
+        item ends with the terminal event.  Use either this or plain iteration
+        on one stream, not both.
+        """
+        if self._closed:
+            return
+        state = self._state
+        if state is None:
+            state = self._state = await self._begin(self._turn)
+        if self._pos < len(self._buffer):
+            # What plain iteration had received but not returned yet; it may end the turn.
+            rest = self._buffer[self._pos :]
+            self._pos = len(self._buffer)
+            if isinstance(rest[-1], (TurnCompleted, TurnFailed)):
+                self.terminal = rest[-1]
+                self._done = True
+            yield rest
+        while not self._done and not self._closed:
+            try:
+                batch = await self._receive(state)
+            except trio.EndOfChannel:
+                self._done = True
+                return
+            last = batch[-1] if batch else None
+            if isinstance(last, (TurnCompleted, TurnFailed)):
+                self.terminal = last
+                self._done = True
+            yield batch
+
+    async def result(self) -> TurnCompleted | TurnFailed:
+        """Consume the rest of the turn and return its terminal event."""
+        # A received chunk at a time: draining event by event costs a
+        # coroutine step per event for nothing.
+        async for _ in self.batches():
+            pass
+        assert self.terminal is not None
+        return self.terminal
+
+    async def aclose(self) -> None:
+        """End the turn if it has not ended (as ``cancel_turn()`` does); idempotent, shielded, bounded.
+
+        The bound is the cancel's: :data:`~agentrt.lowlevel.CANCEL_GRACE` for the
+        agent's own answer to an interrupt, then the process's bounded stop.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        state = self._state
+        if state is None:
+            return  # never started: nothing was written
+        if state.progress.terminal is None and self._end is not None:
+            with trio.CancelScope(shield=True):
+                await self._end(state)
+        self._done = True
+        if self.terminal is None:
+            self.terminal = state.progress.terminal

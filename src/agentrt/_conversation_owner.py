@@ -11,9 +11,11 @@ asks at every spawn and tells of every process:
 * the protocol probe of :mod:`agentrt._mismatch`, and one
   :class:`~agentrt.lowlevel.RawTap` that feeds the tap of every attached
   :class:`~agentrt.lowlevel.TapSource` sink (:func:`tap_all`);
-* each chunk's events, handed to the conversation's turn rules and fan-out;
-  and what an oversize line, a failed write, a wrong protocol or the
-  process's end mean for the live turn.
+* each chunk's events (and the conversation's own, such as ``TurnStarted``)
+  through the turn rules to the turn in flight, as one
+  :class:`~agentrt.events.EventBatch` to the fan-out, control requests to
+  :func:`agentrt._control.answer_control`; and what an oversize line, a
+  failed write, a wrong protocol or the process's end mean for the live turn.
 
 One small slotted object per conversation: the engine holds it instead of a
 bound method per callback.
@@ -22,13 +24,16 @@ bound method per callback.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
+from ._control import answer_control
 from ._engine import ProcessEnd
+from ._fanout import CLOSE_TIMEOUT, Fanout
 from ._mismatch import ProtocolProbe
 from ._process import AgentProcess, ProcessSpec
 from ._tap import RawTap, TapInfo, TapSource
@@ -36,7 +41,7 @@ from ._turn_rules import exit_how
 from ._why import exit_reason
 from .dialect import HostCodec
 from .errors import AgentrtError
-from .events import Diagnostic, Event, TurnFailed
+from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnFailed
 
 if TYPE_CHECKING:
     from ._conversation import Conversation
@@ -47,7 +52,17 @@ __all__ = ["ConversationOwner", "tap_all"]
 class ConversationOwner:
     """The engine's owner for one conversation (see the module doc); a :class:`~agentrt.lowlevel.ProcessOwner`."""
 
-    __slots__ = ("_conv", "_cwd", "_first_output", "_parent_env", "_term_grace", "tap_sources")
+    __slots__ = (
+        "_conv",
+        "_cwd",
+        "_first_output",
+        "_internal",
+        "_parent_env",
+        "_seq",
+        "_term_grace",
+        "fanout",
+        "tap_sources",
+    )
 
     def __init__(
         self,
@@ -65,6 +80,10 @@ class ConversationOwner:
         self._first_output = first_output
         #: The attached sinks that record raw bytes, asked for a tap at every spawn (a tuple: most have none).
         self.tap_sources: tuple[TapSource, ...] = ()
+        self._seq = 0  # the next batch's first sequence number
+        self._internal: list[Event] = []  # the conversation's own diagnostics (a failed sink, a control answer's)
+        #: The conversation's sinks, each fed by its own task.
+        self.fanout = Fanout(conv._nursery, on_failure=self._internal.append, close_timeout=CLOSE_TIMEOUT)
 
     # -- what each process is ------------------------------------------------
     async def launch(self, resume: str | None, codec: HostCodec) -> ProcessSpec:
@@ -111,24 +130,65 @@ class ConversationOwner:
         """A new process: the turn rules start afresh."""
         self._conv._rules.new_process()
 
-    async def on_events(self, events: list[Event]) -> None:
-        """A chunk's events: to the turn rules and the fan-out."""
-        await self._conv._dispatch(events)
+    async def on_events(self, events: Sequence[Event]) -> None:
+        """A chunk's events, or the conversation's own: through the turn rules to the turn and the sinks."""
+        conv = self._conv
+        state = conv._turn
+        out, for_turn, controls = conv._rules.apply(events)
+        if self._internal:
+            # A new list: `out` may be the very list handed to the turn's consumer.
+            out = out + self._internal
+            self._internal.clear()
+        if not out:
+            return
+        batch = EventBatch(
+            source=conv.id, first_seq=self._seq, mono=trio.current_time(), wall=time.time(), events=tuple(out)
+        )
+        self._seq += len(out)
+        if state is not None and for_turn:
+            state.send.send_nowait(for_turn)
+            if state.progress.terminal is not None:
+                state.ended.set()
+                state.send.close()
+                if conv._turn is state:
+                    conv._turn = None
+        await self.fanout.send(batch)
+        for req in controls:
+            conv._nursery.start_soon(self._answer_control, req)
+
+    async def fail(self, code: str, message: str) -> None:
+        """End the turn in flight, if any, with this failure."""
+        await self.on_events(self._conv._rules.fail_current(code, message))
+
+    async def _answer_control(self, req: ControlRequest) -> None:
+        conv = self._conv
+        proc, codec = conv._engine.process, conv._engine.codec
+        if proc is None or codec is None:
+            return
+        await answer_control(req, codec=codec, policy=conv._policy, send=proc.send, report=self._internal.append)
+
+    async def close_sinks(self, deadline: float) -> None:
+        """Deliver what is still held, then close the fan-out, all by ``deadline`` (shielded by the caller)."""
+        with trio.move_on_at(deadline):
+            # Whatever the pump could not deliver is lost only if a sink hangs past the deadline.
+            if self._internal:
+                await self.on_events([])
+        await self.fanout.aclose(deadline=deadline)
 
     async def on_send_error(self, error: AgentrtError) -> None:
         """A write the codec owed the agent failed: the live turn fails with its code."""
-        await self._conv._fail(error.code, error.detail or error.code)
+        await self.fail(error.code, error.detail or error.code)
 
     async def on_mismatch(self, failure: TurnFailed) -> None:
         """No recognised output within the first-output bound: the live turn fails ``protocol_mismatch``."""
-        await self._conv._fail(failure.code, failure.message)
+        await self.fail(failure.code, failure.message)
 
     async def on_oversize(self, process: AgentProcess, before: list[Event]) -> bool:
         """A line past the cap: stop the agent (a next turn must not be written to it) and fail the turn."""
         with trio.CancelScope(shield=True):
             await process.stop()
         conv = self._conv
-        await conv._dispatch(
+        await self.on_events(
             before
             + [Diagnostic(code="runtime_output_oversize", detail="stdout line exceeded 4 MiB; stopping the agent")]
             + conv._rules.fail_current("runtime_output_oversize", "the agent's output exceeded 4 MiB without a newline")
@@ -139,14 +199,14 @@ class ConversationOwner:
         """How the process ended decides the live turn's fate."""
         conv = self._conv
         if end.failure is not None:
-            await conv._fail(end.failure.code, end.failure.detail or end.failure.code)
+            await self.fail(end.failure.code, end.failure.detail or end.failure.code)
         status, turn = end.status, conv._turn
         ours = turn is not None and turn.proc is end.process
         reason = None
         ending = turn is not None and ours and turn.progress.live
         if ending and turn is not None and not (turn.progress.cancel_requested or status.requested):
             reason = await exit_reason(end.process, exit_how(status))  # the agent's last stderr lines say why
-        await conv._dispatch(conv._rules.at_exit(status, ours=ours, reason=reason))
+        await self.on_events(conv._rules.at_exit(status, ours=ours, reason=reason))
 
 
 def tap_all(taps: Sequence[RawTap]) -> RawTap | None:

@@ -259,7 +259,7 @@ def test_the_except_launch_error_examples_run(page: str) -> None:
 
 def test_the_names_an_embedder_touches_are_public() -> None:
     import agentrt
-    from agentrt._turn_stream import TurnStream
+    from agentrt._conversation import TurnStream
     from agentrt.errors import RUNTIME_FAILURE_CODES
     from agentrt.permissions import PermissionDecision, PermissionRequest
 
