@@ -3,8 +3,9 @@
 ``corpus_lines(n_lines, seed, big_lines)`` returns ``[(kind, line), ...]``, the same list for the same
 arguments on every machine and Python version (``random.Random`` with an integer seed).  The lines
 follow one session through turns the way Claude Code 2.1 prints them with ``--include-partial-messages``
-(see ``tests/captures/claude-code/``): each line a compact JSON object in raw UTF-8 (JSON.stringify's
-spelling: no spaces, non-ASCII unescaped, ``"`` ``\\`` and control characters escaped), ``\\n``-ended.
+(see ``plugins/agentrt-stream-json/tests/captures/claude-code/``): each line a compact JSON object in
+raw UTF-8 (JSON.stringify's spelling: no spaces, non-ASCII unescaped, ``"`` ``\\`` and control characters
+escaped), ``\\n``-ended.
 
 Kinds, by share of lines (drawn independently per line, so the shares hold for any length):
 

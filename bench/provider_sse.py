@@ -1,6 +1,6 @@
 """SSE decoding speed: agentrt's decoder vs openai-python's own, on the same bytes, in one run.
 
-The stream is built from the real captures in tests/captures/openai-sse (every
+The stream is built from the real captures in plugins/agentrt-openai/tests/captures/openai-sse (every
 event but ``[DONE]``, repeated to about 4 MiB, ``[DONE]`` once at the end).
 Each decoder gets the same chunks and must produce the same ``data`` strings;
 the figure is the ratio of their best CPU times (``time.process_time``, so
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "captures" / "openai-sse"
+FIXTURES = Path(__file__).resolve().parents[1] / "plugins" / "agentrt-openai" / "tests" / "captures" / "openai-sse"
 TARGET_BYTES = 4 * 1024 * 1024
 REPEAT = 7
 

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
+from agentrt.testing.fake_apis import serve_fake_anthropic
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 PEERS_BIN = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / ".bin"
@@ -214,7 +213,7 @@ def test_the_config_example_of_the_docs_runs_claude_code_and_its_rules_decide(tm
 @pytest.mark.parametrize("preset", ["gemini", "codex-acp"])
 def test_the_acp_presets_run_the_real_peers(tmp_path: Path, preset: str) -> None:
     """Gemini CLI and codex-acp saved by their presets from ``.peers/``, against their loopback fake APIs."""
-    from real_acp_peers import CODEX_PEER, GEMINI_PEER, fake_api, launch_env, require
+    from agentrt.testing.real_peers import CODEX_PEER, GEMINI_PEER, fake_api, launch_env, require
 
     peer = GEMINI_PEER if preset == "gemini" else CODEX_PEER
     require(peer)

@@ -2,7 +2,7 @@
 
 Real parts: the bridge is a real subprocess driven by the ACP Python SDK's
 client (``agent-client-protocol``); it hosts the stream-json fixture agent
-(``tests/dialects/fixtures/stream_json_cli.py``, mode ``permission``: it asks
+(``agentrt_stream_json.fixture_agent``, mode ``permission``: it asks
 ``can_use_tool`` for ``Bash {command: echo hi}`` and says what it got) named
 in a real config file; the decisions land in the real SQLite database, read
 back with ``agentrt logs --approvals --json``.
@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 

@@ -1,7 +1,7 @@
 """``agentrt bridge -a NAME`` enforces the named agent's ``permissions``, as ``run`` does (issue 28).
 
 Real parts: the bridge is a real subprocess hosting the stream-json fixture
-agent (``tests/dialects/fixtures/stream_json_cli.py``, mode ``permission``: it
+agent (``agentrt_stream_json.fixture_agent``, mode ``permission``: it
 asks ``can_use_tool`` for ``Bash {command: echo hi}`` and says what it got)
 named in a real config file.
 """
@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 

@@ -22,8 +22,9 @@ import pytest
 from agentrt.config import parse_config, resolve_agent
 from agentrt.errors import AgentrtError
 
+from ..plugin_data import ACP_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-ACP_AGENT = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "acp_agent.py"
 BOUND = 60  # hang guard only
 
 

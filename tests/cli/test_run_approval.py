@@ -13,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parents[1] / "dialects" / "fixtures" / "stream_json_cli.py"
+from ..plugin_data import STREAM_JSON_AGENT
+
+FIXTURE = STREAM_JSON_AGENT
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
+from ..plugin_data import ACP_AGENT, STREAM_JSON_AGENT
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURES = ROOT / "tests" / "dialects" / "fixtures"
 GUARD = 60.0  # a hang guard only: every wait below ends on output
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="process groups and signals as on Linux")
@@ -127,7 +128,7 @@ def _one_cancelled(status: int, events: list[dict[str, Any]], err: str, signum: 
 
 @linux_only
 def test_ctrl_c_interrupts_a_stream_json_agent_which_ends_the_turn_itself(tmp_path: Path) -> None:
-    exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+    exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     run = Run(tmp_path, exe, "stream-json", "hi", child_env={"STREAM_JSON_FIXTURE_MODE": "stall"})
     run.text("working")
     run.proc.send_signal(signal.SIGINT)
@@ -139,7 +140,7 @@ def test_ctrl_c_interrupts_a_stream_json_agent_which_ends_the_turn_itself(tmp_pa
 
 @linux_only
 def test_ctrl_c_sends_session_cancel_to_an_acp_agent(tmp_path: Path) -> None:
-    exe = _runpy(tmp_path, "acp-agent", FIXTURES / "acp_agent.py")
+    exe = _runpy(tmp_path, "acp-agent", ACP_AGENT)
     run = Run(tmp_path, exe, "acp", "wait")
     run.text("waiting")
     run.proc.send_signal(signal.SIGINT)
@@ -166,7 +167,7 @@ def test_ctrl_c_stops_an_awp_jsonl_agent_which_has_no_interrupt(tmp_path: Path) 
 @linux_only
 def test_a_second_ctrl_c_kills_an_agent_that_ignores_the_interrupt_at_once(tmp_path: Path) -> None:
     marker = tmp_path / "stdin-closed"
-    exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+    exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     run = Run(tmp_path, exe, "stream-json", "hi",
               child_env={"STREAM_JSON_FIXTURE_MODE": "deaf", "STREAM_JSON_FIXTURE_MARKER": str(marker)})
     run.text("working")
@@ -183,7 +184,7 @@ def test_a_second_ctrl_c_kills_an_agent_that_ignores_the_interrupt_at_once(tmp_p
 
 @linux_only
 def test_sigterm_ends_the_turn_with_one_terminal_event(tmp_path: Path) -> None:
-    exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+    exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     run = Run(tmp_path, exe, "stream-json", "hi", child_env={"STREAM_JSON_FIXTURE_MODE": "stall"})
     run.text("working")
     run.proc.send_signal(signal.SIGTERM)
@@ -198,7 +199,7 @@ def test_timeout_is_one_turn_timeout_recorded_as_such(tmp_path: Path, protocol: 
     if protocol == "awp-jsonl":
         exe = _script(tmp_path, "awp-agent", AWP_WORKING)
     else:
-        exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+        exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     run = Run(tmp_path, exe, protocol, "--timeout", "1", "hi", child_env={"STREAM_JSON_FIXTURE_MODE": "stall"})
     status, events, err = run.finish()
     assert status == 3, err

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .test_run_cancel import Run, _one_cancelled
+from agentrt.testing.fake_apis import serve_fake_anthropic
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
+from .test_run_cancel import Run, _one_cancelled
 
 CLAUDE = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
 CLAUDE = CLAUDE / "claude"

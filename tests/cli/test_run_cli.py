@@ -14,9 +14,11 @@ import pytest
 from agentrt.testing import write_fixture_agent
 from agentrt.testing._tape_agent import write_tape_agent
 
+from ..plugin_data import CLAUDE_CODE_CAPTURES
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-CAPTURES = ROOT / "tests" / "captures" / "claude-code"
+CAPTURES = CLAUDE_CODE_CAPTURES
 
 
 # run records every conversation and reads a config file: both go to a scratch

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from ..plugin_data import ACP_AGENT, CLAUDE_CODE_CAPTURES, STREAM_JSON_AGENT
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURES = ROOT / "tests" / "dialects" / "fixtures"
-CAPTURE = ROOT / "tests" / "captures" / "claude-code" / "basic_two_turns.stdout.jsonl"
+CAPTURE = CLAUDE_CODE_CAPTURES / "basic_two_turns.stdout.jsonl"
 COMPAT = ["--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose"]
 
 AWP_AGENT = """
@@ -74,7 +75,7 @@ def _mismatch(status: int, events: list[dict[str, Any]], err: str) -> str:
 
 
 def test_claude_code_output_under_awp_jsonl_names_stream_json(tmp_path: Path) -> None:
-    exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+    exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     message = _mismatch(*_run(tmp_path, exe, "awp-jsonl", "0", args=COMPAT,
                               child_env={"STREAM_JSON_FIXTURE_CAPTURE": str(CAPTURE)}))
     assert message.startswith("the agent's output looks like stream-json (Claude Code's system/init line), "
@@ -98,7 +99,7 @@ def test_awp_jsonl_output_under_acp_names_awp_jsonl(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("protocol", ["awp-jsonl", "stream-json"])
 def test_a_silent_acp_agent_fails_after_the_bound(tmp_path: Path, protocol: str) -> None:
-    exe = _runpy(tmp_path, "acp-agent", FIXTURES / "acp_agent.py")
+    exe = _runpy(tmp_path, "acp-agent", ACP_AGENT)
     args = COMPAT if protocol == "stream-json" else []
     message = _mismatch(*_run(tmp_path, exe, protocol, "1", args=args))
     assert message.startswith(f"the agent wrote nothing {protocol} recognises within 1 s of the prompt; "
@@ -108,7 +109,7 @@ def test_a_silent_acp_agent_fails_after_the_bound(tmp_path: Path, protocol: str)
 
 
 def test_a_stream_json_agent_silent_under_acp_fails_after_the_bound(tmp_path: Path) -> None:
-    exe = _runpy(tmp_path, "claude", FIXTURES / "stream_json_cli.py")
+    exe = _runpy(tmp_path, "claude", STREAM_JSON_AGENT)
     message = _mismatch(*_run(tmp_path, exe, "acp", "1", args=COMPAT, child_env={"STREAM_JSON_FIXTURE_MODE": "stall"}))
     assert "by its name it may speak stream-json: set the agent's protocol to stream-json" in message
 

@@ -9,7 +9,6 @@ event the stream-json codec decodes from the Claude Code captures.
 from __future__ import annotations
 
 import types
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -42,7 +41,9 @@ from agentrt.events import (
     to_json,
 )
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
+from ..plugin_data import CLAUDE_CODE_CAPTURES
+
+CAPTURES = CLAUDE_CODE_CAPTURES
 _OLD = cattrs.Converter(omit_if_default=False)
 
 

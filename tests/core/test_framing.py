@@ -23,10 +23,12 @@ from agentrt._framing import (
     parse_line,
 )
 
+from ..plugin_data import CLAUDE_CODE_CAPTURES, CLAUDE_CODE_SHAPES, FASTAGENT_STDOUT
+
 TESTS = pathlib.Path(__file__).resolve().parents[1]
-CLAUDE = TESTS / "captures" / "claude-code"
-SHAPES = TESTS / "fixtures" / "claude-code" / "message-shapes.jsonl"
-FASTAGENT = TESTS / "fixtures" / "fastagent"
+CLAUDE = CLAUDE_CODE_CAPTURES
+SHAPES = CLAUDE_CODE_SHAPES
+FASTAGENT = FASTAGENT_STDOUT
 
 
 def read_all(chunks: list[bytes]) -> list[Any]:

@@ -1,7 +1,7 @@
 """The suite stands on its own: no test or bench file reads a path outside the checkout.
 
-Captures live in ``tests/captures/``, project fixtures in ``tests/fixtures/``, the bench corpus in
-``bench/corpus.py``.  A file that climbs above the checkout from ``__file__``
+Captures live in ``plugins/<dist>/tests/captures/``, project fixtures in ``plugins/<dist>/tests/fixtures/``,
+the bench corpus in ``bench/corpus.py``.  A file that climbs above the checkout from ``__file__``
 (``Path(__file__).resolve().parents[2].parent``, ``ROOT.parent``, ``os.path.dirname`` once too
 often, ``/ ".."``) or names the old shared tree (``../shared``) would pass on a machine that has it
 beside the checkout and fail on a fresh clone; this test finds both, by reading the source.

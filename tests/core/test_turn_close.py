@@ -21,8 +21,10 @@ from agentrt import AgentrtError, LaunchSpec, TurnStream, open_conversation
 from agentrt._plugins import Plugins
 from agentrt.events import Event, TextDelta, TurnCompleted, TurnFailed, TurnStarted
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 ROOT = Path(__file__).resolve().parents[2]
-STREAM_JSON_CLI = ROOT / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
+STREAM_JSON_CLI = STREAM_JSON_AGENT
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl,stream-json"})
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent"}
 GUARD = 30  # hang guard only

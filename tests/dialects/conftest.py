@@ -9,8 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
-SHAPES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code" / "message-shapes.jsonl"
+from ..plugin_data import CLAUDE_CODE_CAPTURES, CLAUDE_CODE_SHAPES
+
+CAPTURES = CLAUDE_CODE_CAPTURES
+SHAPES = CLAUDE_CODE_SHAPES
 
 
 def _load(name: str) -> list[Any]:
@@ -33,7 +35,7 @@ def capture() -> Callable[[str], list[Any]]:
 
 @pytest.fixture
 def message_shapes() -> list[Any]:
-    """The parsed lines of ``tests/fixtures/claude-code/message-shapes.jsonl`` (written by the project)."""
+    """The parsed lines of the Claude Code message shapes (written by the project, not recorded)."""
     return _read(SHAPES)
 
 

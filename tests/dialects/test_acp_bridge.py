@@ -1,7 +1,7 @@
 """``agentrt bridge --to acp`` while a turn runs: cancels and permission requests.
 
 The real Python SDK client (``agent-client-protocol``) drives the bridge, which
-hosts the stream-json fixture agent (``fixtures/stream_json_cli.py``) over real
+hosts the stream-json fixture agent (``agentrt_stream_json.fixture_agent``) over real
 pipes: its ``can_use_tool`` requests reach the client as
 ``session/request_permission``, the client's choice goes back to it, and a
 ``session/cancel`` sent mid-turn interrupts it.
@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 

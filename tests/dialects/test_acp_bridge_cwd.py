@@ -2,7 +2,7 @@
 
 The real Python SDK client (``agent-client-protocol``) drives ``agentrt bridge
 --to acp`` started in a directory of its own; the hosted CLI is the stream-json
-fixture agent (``fixtures/stream_json_cli.py``, mode ``cwd``), whose every reply
+fixture agent (``agentrt_stream_json.fixture_agent``, mode ``cwd``), whose every reply
 says the directory it runs in and the session it resumed.  Without client
 sessions (``--to stream-json``) the hosted CLI runs in the bridge's directory.
 """
@@ -18,8 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 import trio
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+from ..plugin_data import ACP_FIXTURES
+
+sys.path.insert(0, str(ACP_FIXTURES))
 from acp_line_client import line_client
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))

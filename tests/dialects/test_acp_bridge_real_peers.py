@@ -24,9 +24,7 @@ from typing import Any
 import pytest
 import trio
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from acp_line_client import line_client
-from real_acp_peers import (
+from agentrt.testing.real_peers import (
     BOUND,
     PEER_LIST,
     Peer,
@@ -34,6 +32,11 @@ from real_acp_peers import (
     agentrt_env,
     fake_api,
 )
+
+from ..plugin_data import ACP_FIXTURES
+
+sys.path.insert(0, str(ACP_FIXTURES))
+from acp_line_client import line_client
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 BRIDGE = [AGENTRT, "bridge", "--to", "acp"]
@@ -100,7 +103,7 @@ async def test_new_session_offers_the_hosted_agents_models_and_switches_reach_it
     if peer.name == "gemini":
         assert f"/models/{chosen}:streamGenerateContent" in [p for p, _ in api.requests if "stream" in p][-1]
     else:
-        assert [body["model"] for body in api.responses()] == [chosen]
+        assert [body["model"] for body in api.calls("/responses")] == [chosen]
 
 
 @peers

@@ -2,7 +2,7 @@
 
 Real parts: two bridge processes in turn (real subprocesses, JSON-RPC lines
 on their pipes), each hosting the stream-json fixture agent
-(``fixtures/stream_json_cli.py``, mode ``cwd``: each reply is a JSON object
+(``agentrt_stream_json.fixture_agent``, mode ``cwd``: each reply is a JSON object
 naming its working directory and the ``--resume`` id), recording into the
 real SQLite database under the bridge's ``HOME``.  The first bridge runs two
 turns; the second loads the session and must send the client both prompts as
@@ -20,12 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..plugin_data import CLAUDE_CODE_CAPTURES, STREAM_JSON_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 
-CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "claude-code" / "tool_use_allowed.stdout.jsonl"
+CAPTURE = CLAUDE_CODE_CAPTURES / "tool_use_allowed.stdout.jsonl"
 
 
 def _env(tmp_path: Path, mode: str = "cwd") -> dict[str, str]:

@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
+from agentrt.testing.fake_apis import serve_fake_anthropic
 
 CLAUDE = Path(__file__).resolve().parents[2] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
 CLAUDE = CLAUDE / "claude"

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from ..plugin_data import ACP_AGENT
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).parent / "fixtures" / "acp_agent.py"
+FIXTURE = ACP_AGENT
 TS_AGENT = ROOT / ".peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples" / "agent.js"
 
 

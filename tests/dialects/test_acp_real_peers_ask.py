@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 import trio
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, agentrt_env, fake_api
+from agentrt.testing.real_peers import BOUND, PEER_LIST, Peer, agentrt_env, fake_api
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 POLL = 0.1  # how often the screen is read while waiting for a change on it

@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, agentrt_env, fake_api
+from agentrt.testing.real_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, agentrt_env, fake_api
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 TERMINAL = {"turn_completed", "turn_failed"}
@@ -159,7 +158,7 @@ def test_run_continue_loads_the_session(tmp_path: Path, peer: Peer) -> None:
 
 def test_codex_takes_the_model_through_its_config_option(tmp_path: Path) -> None:
     # codex-acp lists its models as a config option (category model), not as `models`.
-    from real_acp_peers import CODEX_PEER
+    from agentrt.testing.real_peers import CODEX_PEER
 
     work = _work(tmp_path)
     with fake_api(CODEX_PEER, reply="Small model here.") as api:
@@ -167,13 +166,13 @@ def test_codex_takes_the_model_through_its_config_option(tmp_path: Path) -> None
         status, lines = _run(env, work, "--no-log", "-m", "gpt-5.4-mini", "hi")
         assert status == 0, lines
         assert _text(lines) == "Small model here."
-        assert [body["model"] for body in api.responses()] == ["gpt-5.4-mini"]
+        assert [body["model"] for body in api.calls("/responses")] == ["gpt-5.4-mini"]
         status, lines = _run(env, work, "--no-log", "-m", "no-such-model", "hi")
     assert status == 1, lines  # the turn failed (not a runtime failure: exit 3 is for those)
     (failed,) = _terminals(lines)
     assert failed["code"] == "model_not_set", failed
     assert "no model 'no-such-model' (it offers: gpt-5.5, gpt-5.4, gpt-5.4-mini" in failed["message"]
-    assert len(api.responses()) == 1  # the refused model reached no model call
+    assert len(api.calls("/responses")) == 1  # the refused model reached no model call
 
 
 @peers

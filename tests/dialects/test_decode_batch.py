@@ -25,8 +25,10 @@ from agentrt._plugins import Plugins
 from agentrt.dialect import make_text_delta
 from agentrt.events import TextDelta
 
+from ..plugin_data import CLAUDE_CODE_CAPTURES
+
 ROOT = Path(__file__).resolve().parents[2]
-CAPTURE_DIR = ROOT / "tests" / "captures" / "claude-code"
+CAPTURE_DIR = CLAUDE_CODE_CAPTURES
 CAPTURES = sorted(CAPTURE_DIR.glob("*.stdout.jsonl"))
 PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "awp-jsonl,stream-json"})
 

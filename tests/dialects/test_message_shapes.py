@@ -1,6 +1,7 @@
 """The project's message-shape fixture agrees with the installed Claude Agent SDK's own types.
 
-``tests/fixtures/claude-code/message-shapes.jsonl`` is written by the project (not recorded): the
+``plugins/agentrt-stream-json/tests/fixtures/claude-code/message-shapes.jsonl`` is written by the project
+(not recorded): the
 message shapes the real CLI does not print against the loopback fake (control requests, rate-limit
 events, every result subtype, future system subtypes).  So that a hand-written shape cannot drift
 from the protocol, every line is checked here against the SDK: its message parser for the message

@@ -2,7 +2,7 @@
 
 The SDK's ``query()`` runs the bridge as its CLI (``cli_path``, with every flag
 the SDK passes); the bridge hosts the stream-json fixture agent
-(``fixtures/stream_json_cli.py``, mode ``permission``) over real pipes.  With
+(``agentrt_stream_json.fixture_agent``, mode ``permission``) over real pipes.  With
 a ``can_use_tool`` callback the SDK launches the CLI with
 ``--permission-prompt-tool stdio``: the hosted agent's tool request then
 reaches the callback as a ``can_use_tool`` control request, and its answer
@@ -25,8 +25,10 @@ from agentrt._bridge import parse_bridge_args
 from agentrt.errors import AgentrtError
 from agentrt.permissions import PermissionRequest
 
+from ..plugin_data import STREAM_JSON_AGENT
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).parent / "fixtures" / "stream_json_cli.py"
+FIXTURE = STREAM_JSON_AGENT
 BOUND = 60  # hang guard only
 
 

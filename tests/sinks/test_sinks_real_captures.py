@@ -12,8 +12,10 @@ from agentrt.events import EventBatch, TurnStarted, to_json
 from agentrt_sqlite.api import SqliteSink, read_events
 from agentrt_tui.api import TuiSink
 
-# Recorded from the real CLI by tests/captures/claude-code/record.py.
-CAPTURES = Path(__file__).resolve().parents[1] / "captures" / "claude-code"
+from ..plugin_data import CLAUDE_CODE_CAPTURES
+
+# Recorded from the real CLI by the record.py beside them.
+CAPTURES = CLAUDE_CODE_CAPTURES
 
 
 def _batches(name: str) -> list[EventBatch]:

@@ -1,6 +1,8 @@
 """The acp plugin's tests: scratch home directories.
 
-The fake peers and captures they drive are the repository's (``tests/dialects/fixtures``).
+Real peers' traffic lives in ``captures/acp`` (recorded by ``captures/acp/record.py``), the fixture agent
+and line client in ``fixtures/``; the real peers themselves and their fake model APIs come through
+:mod:`agentrt.testing.real_peers` and :mod:`agentrt.testing.fake_apis`.
 """
 
 from __future__ import annotations

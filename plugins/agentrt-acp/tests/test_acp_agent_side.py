@@ -9,6 +9,7 @@ loopback) driven by agentrt's own ACP host side.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -19,15 +20,22 @@ import trio
 from agentrt import LaunchSpec, open_conversation
 from agentrt.events import TextDelta, TurnCompleted
 from agentrt.permissions import deny_all
-from agentrt.testing import ReplayResponse, serve_replay
+from agentrt.testing import ReplayResponse, serve_replay, write_fixture_agent
 from agentrt_acp.codec import AcpDialect
 
-ROOT = Path(__file__).resolve().parents[3]
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-ECHO = str(ROOT / "docs" / "examples" / "echo_agent.py")
 
 
-def test_bridge_to_acp_serves_the_python_sdk_client() -> None:
+def _text_round(*pieces: str, usage: tuple[int, int]) -> list[bytes]:
+    """An OpenAI chat stream answering with ``pieces`` of text, then a usage chunk."""
+    events: list[Any] = [{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    events += [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in pieces]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    events.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}})
+    return [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+
+
+def test_bridge_to_acp_serves_the_python_sdk_client(tmp_path: Path) -> None:
     from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
     from acp.interfaces import Client
 
@@ -43,12 +51,12 @@ def test_bridge_to_acp_serves_the_python_sdk_client() -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
         # The suite's scratch XDG directories (tests/conftest.py): never the real database.
         env.update({k: v for k, v in os.environ.items() if k.startswith("XDG_")})
-        env["AWP_AGENT_CLI_EXECUTABLE"] = ECHO
+        env["AWP_AGENT_CLI_EXECUTABLE"] = write_fixture_agent(tmp_path)
         async with spawn_agent_process(client, AGENTRT, "bridge", "--to", "acp", env=env) as (conn, _proc):
             # wait_for: hang guards only.
             init = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), 60)
             assert init.protocol_version == PROTOCOL_VERSION
-            session = await asyncio.wait_for(conn.new_session(cwd=str(ROOT), mcp_servers=[]), 60)
+            session = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 60)
             for words in ("hello there", "and again"):
                 client.updates.clear()
                 reply = await asyncio.wait_for(
@@ -57,7 +65,7 @@ def test_bridge_to_acp_serves_the_python_sdk_client() -> None:
                 assert reply.stop_reason == "end_turn"
                 assert reply.usage is not None and reply.usage.output_tokens > 0
                 texts = [u.content.text for sid, u in client.updates if u.session_update == "agent_message_chunk"]
-                assert "".join(texts).strip() == f"You said: {words}"
+                assert "".join(texts).strip() == f"echo: {words}"
                 assert {sid for sid, _ in client.updates} == {session.session_id}
             try:
                 await asyncio.wait_for(conn.prompt(session_id="nope", prompt=[text_block("x")]), 60)
@@ -70,10 +78,7 @@ def test_bridge_to_acp_serves_the_python_sdk_client() -> None:
 
 
 async def test_reference_agent_speaks_acp(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "agent"))
-    from reference_agent_helpers import text_round  # type: ignore[import-not-found]
-
-    async with serve_replay([ReplayResponse.sse(text_round("Hi", " there", usage=(3, 2)))]) as server:
+    async with serve_replay([ReplayResponse.sse(_text_round("Hi", " there", usage=(3, 2)))]) as server:
         env = {
             "HOME": str(tmp_path),
             "LANG": "C.UTF-8",

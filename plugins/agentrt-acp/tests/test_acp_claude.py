@@ -2,7 +2,7 @@
 
 The adapter (npm, in ``.peers/``) runs the real Claude Code CLI
 (``CLAUDE_CODE_EXECUTABLE``, the native binary its npm package ships) with
-``ANTHROPIC_BASE_URL`` on a loopback fake (``fixtures/fake_anthropic.py``).
+``ANTHROPIC_BASE_URL`` on a loopback fake (:mod:`agentrt.testing.fake_apis`).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import trio
 from agentrt import LaunchSpec, open_conversation
 from agentrt.events import ControlRequest, Event, ProcessExited, RawEvent, TextDelta, ToolResult, TurnCompleted
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
+from agentrt.testing.fake_apis import serve_fake_anthropic
+from agentrt.testing.real_peers import CLAUDE_AGENT_ACP, CLAUDE_CODE, peer_path
 from agentrt_acp.codec import AcpDialect
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
-
-PEERS = Path(__file__).resolve().parents[3] / ".peers" / "node_modules"
-ADAPTER = PEERS / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
-CLAUDE = PEERS / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+ADAPTER = peer_path(CLAUDE_AGENT_ACP)
+CLAUDE = peer_path(CLAUDE_CODE)
 BOUND = 120  # a hang guard only: the real CLI starts slowly on a busy machine
 
 

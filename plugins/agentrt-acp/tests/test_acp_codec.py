@@ -27,7 +27,7 @@ from agentrt.events import (
 from agentrt.testing import check_dialect, normalize_events
 from agentrt_acp.codec import AcpAgentCodec, AcpDialect, AcpHostCodec
 
-CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp"
+CAPTURES = Path(__file__).resolve().parent / "captures" / "acp"
 
 
 def _lines(path: Path) -> list[Any]:

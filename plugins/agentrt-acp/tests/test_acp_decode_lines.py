@@ -25,7 +25,7 @@ from agentrt.events import Event, TextDelta
 from agentrt.lowlevel import JsonlReader, Malformed
 from agentrt_acp.codec import AcpHostCodec
 
-CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp"
+CAPTURES = Path(__file__).resolve().parent / "captures" / "acp"
 _INIT_OK = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}'
 
 

@@ -26,7 +26,7 @@ from agentrt_acp import _fs
 from agentrt_acp.codec import AcpDialect, AcpOptions
 
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp_agent.py"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "acp_agent.py"
 BOUND = 60  # hang guards only
 
 

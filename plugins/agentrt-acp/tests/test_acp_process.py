@@ -2,7 +2,7 @@
 
 Peers: the TypeScript SDK's own example agent (npm ``@agentclientprotocol/sdk``
 0.17, installed in ``.peers/`` by ``npm ci``), and a fixture agent built on the
-Python SDK (``tests/dialects/fixtures/acp_agent.py``: the SDK speaks the wire,
+Python SDK (``fixtures/acp_agent.py``: the SDK speaks the wire,
 the fixture chooses what to say).
 """
 
@@ -36,11 +36,11 @@ from agentrt.events import (
     TurnFailed,
 )
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
+from agentrt.testing.real_peers import TS_ACP_EXAMPLE, peer_path
 from agentrt_acp.codec import AcpDialect, AcpOptions
 
-ROOT = Path(__file__).resolve().parents[3]
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "acp_agent.py"
-TS_AGENT = ROOT / ".peers" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples" / "agent.js"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "acp_agent.py"
+TS_AGENT = peer_path(TS_ACP_EXAMPLE)
 BOUND = 60  # a hang guard only: the TypeScript example sleeps a second between its steps
 
 

@@ -10,7 +10,6 @@ counting the replayed history as the new turn's text.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,8 @@ from agentrt.events import (
     TurnFailed,
 )
 from agentrt.permissions import PermissionDecision, PermissionRequest, deny_all
+from agentrt.testing.real_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, fake_api, launch
 from agentrt_acp.codec import AcpDialect
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, age_gemini_chat, fake_api, launch
 
 # The real CLIs can take longer than the default 20 s to answer initialize on a busy machine.
 PARENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AGENTRT_FIRST_OUTPUT_TIMEOUT": str(BOUND)}

@@ -1,6 +1,6 @@
 """The awp-jsonl plugin's tests: scratch home directories.
 
-The fake peers and captures they drive are the repository's (``tests/dialects/fixtures``).
+The agents they drive are public fixtures (:mod:`agentrt.testing`); nothing outside this distribution is read.
 """
 
 from __future__ import annotations

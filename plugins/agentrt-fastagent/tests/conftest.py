@@ -22,9 +22,8 @@ from agentrt_fastagent._store import MemoryBotStore, TimelineSink
 from agentrt_fastagent._supervisor import SupervisorConfig, open_supervisor
 
 FIXTURE = Path(__file__).parent / "fixtures" / "fake_fastagent.py"
-# FastAgent stdout written by the project from the CLI contract (tests/fixtures/fastagent/README.md);
-# the repository's, beside the core's framing tests that read it too.
-CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "fastagent"
+# FastAgent stdout written by the project from the CLI contract (fixtures/fastagent/README.md).
+CAPTURES = Path(__file__).resolve().parent / "fixtures" / "fastagent"
 WAIT = 10.0  # every wait in these tests is bounded by this
 
 

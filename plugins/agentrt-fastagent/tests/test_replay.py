@@ -1,4 +1,4 @@
-"""The four contract fixtures (tests/fixtures/fastagent) replayed by a fixture process through the supervisor.
+"""The four contract fixtures (fixtures/fastagent) replayed by a fixture process through the supervisor.
 
 The fixture process writes its own pid and agent id.
 """

@@ -15,8 +15,8 @@ from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
 from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
 from agentrt_openai import OpenAIConfig, OpenAIProvider
 
-# Recorded by tests/captures/openai-sse/record.py from mock servers on loopback (see its README).
-FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "captures" / "openai-sse"
+# Recorded by captures/openai-sse/record.py from mock servers on loopback (see its README).
+FIXTURES = Path(__file__).resolve().parent / "captures" / "openai-sse"
 TOKEN = "sk-test-4f9a0c1d-secret-value"
 
 

@@ -1,4 +1,4 @@
-"""Every real capture in tests/captures/openai-sse, replayed byte-exact over loopback HTTP.
+"""Every real capture in captures/openai-sse, replayed byte-exact over loopback HTTP.
 
 The expected values below were read off the captures by hand, except what the servers draw at
 random on each recording (tool call ids, the date header): those are read from the capture's own

@@ -28,8 +28,9 @@ from agentrt_sqlite._sink import SqliteSink
 from agentrt_sqlite._transcript import MAGIC, read_header, read_records
 
 ROOT = Path(__file__).resolve().parents[3]
-CLAUDE = sorted((ROOT / "tests" / "captures" / "claude-code").glob("*.stdout.jsonl"))
-ACP = sorted((ROOT / "tests" / "dialects" / "fixtures" / "acp").glob("*.stdout.jsonl"))
+PLUGINS = ROOT / "plugins"  # other dialects' captures: an exception in tests/core/test_plugin_tests_stay_home.py
+CLAUDE = sorted((PLUGINS / "agentrt-stream-json" / "tests" / "captures" / "claude-code").glob("*.stdout.jsonl"))
+ACP = sorted((PLUGINS / "agentrt-acp" / "tests" / "captures" / "acp").glob("*.stdout.jsonl"))
 CAPTURES = [("stream-json", p) for p in CLAUDE] + [("acp", p) for p in ACP]
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
@@ -244,7 +245,7 @@ async def test_an_acp_conversation_with_a_loaded_session_replays_to_what_it_saw(
     resumed session's replayed history (shown live as replay events, not as new text) stays so."""
     from agentrt import LaunchSpec
 
-    fixture = ROOT / "tests" / "dialects" / "fixtures" / "acp_agent.py"
+    fixture = PLUGINS / "agentrt-acp" / "tests" / "fixtures" / "acp_agent.py"
     path = tmp_path / "acp-agent"
     path.write_text(f"#!{sys.executable}\nimport runpy\nrunpy.run_path({str(fixture)!r}, run_name='__main__')\n")
     path.chmod(0o700)

@@ -1,7 +1,7 @@
 """The stream-json plugin's tests: scratch home directories, the real Claude Code captures, the message shapes.
 
-The captures (``tests/captures/claude-code``) and the project's message-shape fixture
-(``tests/fixtures/claude-code``) are the repository's, shared with the core's tests.
+The captures (``captures/claude-code``, recorded by the ``record.py`` beside them) and the project's
+message-shape fixture (``fixtures/claude-code``) live here; the monorepo's own tests read them too.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 from agentrt.testing.pytest_plugin import pytest_configure as pytest_configure
 from agentrt.testing.pytest_plugin import pytest_unconfigure as pytest_unconfigure
 
-REPO_TESTS = Path(__file__).resolve().parents[3] / "tests"
-CAPTURES = REPO_TESTS / "captures" / "claude-code"
-SHAPES = REPO_TESTS / "fixtures" / "claude-code" / "message-shapes.jsonl"
+HERE = Path(__file__).resolve().parent
+CAPTURES = HERE / "captures" / "claude-code"
+SHAPES = HERE / "fixtures" / "claude-code" / "message-shapes.jsonl"
 
 
 def _read(path: Path) -> list[Any]:
@@ -37,7 +37,7 @@ def capture() -> Callable[[str], list[Any]]:
 
 @pytest.fixture
 def message_shapes() -> list[Any]:
-    """The parsed lines of ``tests/fixtures/claude-code/message-shapes.jsonl`` (written by the project)."""
+    """The parsed lines of ``fixtures/claude-code/message-shapes.jsonl`` (written by the project)."""
     return _read(SHAPES)
 
 

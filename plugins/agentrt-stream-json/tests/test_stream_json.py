@@ -83,7 +83,7 @@ def test_input_is_the_awp_user_line() -> None:
 
 
 # -- every message shape, by hand ----------------------------------------------------------------
-# tests/fixtures/claude-code/message-shapes.jsonl: the project's fixture of the message shapes the
+# fixtures/claude-code/message-shapes.jsonl: the project's fixture of the message shapes the
 # Agent SDK's parser knows (control requests, rate-limit events, every result subtype).
 
 ERRORS_43 = "Bash failed: exit status 2\nWrite refused: read-only file system"

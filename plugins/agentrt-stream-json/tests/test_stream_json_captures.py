@@ -2,7 +2,7 @@
 
 Each expected sequence was written by reading the capture by hand (see the
 comments); none is generated from the decoder.  The captures are recorded by
-``tests/captures/claude-code/record.py``, which fixes session ids, replies, ids
+``captures/claude-code/record.py``, which fixes session ids, replies, ids
 and usage; what varies per recording (retry delays, the fake API's port) is
 checked against the capture's own line.  Text is joined per run of
 consecutive deltas, so text decoded twice (the partial-messages trap) shows as

@@ -1,6 +1,6 @@
 """The real Claude Code CLI (the native binary pinned in ``.peers/``) over stream-json, as agentrt starts it.
 
-Claude Code talks to a loopback fake Anthropic API (``fixtures/fake_anthropic.py``)
+Claude Code talks to a loopback fake Anthropic API (:mod:`agentrt.testing.fake_apis`)
 that asks for ``Bash`` with ``touch made.txt``.  agentrt starts the CLI with
 ``--permission-prompt-tool stdio`` and ``--include-partial-messages`` (as the
 Agent SDK does), so its approval policy answers the CLI's ``can_use_tool``
@@ -23,13 +23,11 @@ import trio
 from agentrt import LaunchSpec, open_conversation
 from agentrt.approval import ApprovalPolicy, ApprovalPrompt, Ruleset
 from agentrt.events import ControlRequest, TextDelta, ToolResult, TurnCompleted
+from agentrt.testing.fake_apis import serve_fake_anthropic
+from agentrt.testing.real_peers import CLAUDE_CODE, peer_path
 from agentrt_stream_json.codec import StreamJsonDialect
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
-
-CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
-CLAUDE = CLAUDE / "claude"
+CLAUDE = peer_path(CLAUDE_CODE)
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 BOUND = 120  # a hang guard only: the real CLI starts slowly on a busy machine
 COMMAND = "touch made.txt"

@@ -18,10 +18,11 @@ import trio
 from agentrt import LaunchSpec, open_conversation
 from agentrt.events import ControlRequest, SessionStarted, TextDelta, TurnCompleted, TurnFailed
 from agentrt.permissions import DENY_MESSAGE, PermissionDecision, PermissionRequest, deny_all
+from agentrt_stream_json import fixture_agent
 from agentrt_stream_json.codec import StreamJsonDialect
 
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
-CAPTURES = Path(__file__).resolve().parents[3] / "tests" / "captures" / "claude-code"
+FIXTURE = Path(fixture_agent.__file__)
+CAPTURES = Path(__file__).resolve().parent / "captures" / "claude-code"
 BOUND = 20
 
 

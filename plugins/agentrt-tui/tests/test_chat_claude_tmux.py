@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
+from agentrt.testing.fake_apis import serve_fake_anthropic
+from agentrt.testing.real_peers import CLAUDE_CODE, peer_path
+
 sys.path.insert(0, str(Path(__file__).parent))
-from fake_anthropic import serve_fake_anthropic
 from test_chat_tmux import AGENTRT, RECORD_EXIT, Tmux
 
-CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
-CLAUDE = CLAUDE / "claude"
+CLAUDE = peer_path(CLAUDE_CODE)
 BOUND = 90  # a hang guard only: the real CLI starts slowly on a busy machine
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from agentrt_stream_json import fixture_agent
+
 AGENTRT = str(Path(sys.executable).with_name("agentrt"))
 SLOW_AGENT = Path(__file__).with_name("slow_agent.py")
 RECORD_EXIT = Path(__file__).with_name("record_exit.py")
@@ -209,7 +211,7 @@ async def test_sigterm_at_the_terminal_prompt_exits_143(tmp_path: Path) -> None:
         await tmux.kill()
 
 
-STREAM_JSON_FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
+STREAM_JSON_FIXTURE = Path(fixture_agent.__file__)
 
 
 def _approval_argv(tmp: Path, status: str, *args: str) -> list[str]:

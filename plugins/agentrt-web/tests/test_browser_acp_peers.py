@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import base_env
+from agentrt.testing.real_peers import BOUND, PEER_LIST, Peer, executable_and_args, fake_api, launch_env, require
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
-from real_acp_peers import BOUND, PEER_LIST, Peer, executable_and_args, fake_api, launch_env, require
+from .conftest import base_env
 
 
 def _serve(tmp_path: Path, agent: Path, server_factory: Any, peer: Peer, url: str) -> Any:

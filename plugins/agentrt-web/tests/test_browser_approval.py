@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentrt_stream_json import fixture_agent
+
 from .conftest import base_env
 
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = Path(fixture_agent.__file__)
 QUESTION = "Allow Bash?"
 
 

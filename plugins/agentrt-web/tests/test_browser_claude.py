@@ -10,19 +10,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentrt.testing.fake_apis import serve_fake_anthropic
+from agentrt.testing.real_peers import CLAUDE_CODE, peer_path
+
 from .conftest import base_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic
-
-CLAUDE = Path(__file__).resolve().parents[3] / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64"
-CLAUDE = CLAUDE / "claude"
+CLAUDE = peer_path(CLAUDE_CODE)
 
 
 @pytest.mark.parametrize("button", ["allow", "deny"])

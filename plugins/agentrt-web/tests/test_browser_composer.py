@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentrt_stream_json import fixture_agent
+
 from .conftest import base_env
 from .test_browser_chat import last_assistant, new_thread, say, shot
 
-ROOT = Path(__file__).resolve().parents[3] / "tests"
-FIXTURE = ROOT / "dialects" / "fixtures" / "stream_json_cli.py"
-CAPTURE = ROOT / "captures" / "claude-code" / "tool_use_allowed_partial.stdout.jsonl"
+FIXTURE = Path(fixture_agent.__file__)
+# A copy of stream-json's capture (tests/core/test_plugin_tests_stay_home.py keeps it the same bytes).
+CAPTURE = Path(__file__).resolve().parent / "captures" / "claude_code_tool_use_allowed_partial.stdout.jsonl"
 
 
 def _bubbles(page: Any, kind: str) -> list[str]:

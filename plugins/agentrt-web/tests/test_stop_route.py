@@ -16,11 +16,12 @@ from typing import Any
 import httpx
 import trio
 
+from agentrt_stream_json import fixture_agent
 from agentrt_web._server import WebOptions, serve_web
 
 from .test_hostile_load import csrf_of
 
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "dialects" / "fixtures" / "stream_json_cli.py"
+FIXTURE = Path(fixture_agent.__file__)
 BURST = 40
 
 

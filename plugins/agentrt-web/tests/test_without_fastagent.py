@@ -15,11 +15,11 @@ import httpx
 
 from .conftest import base_env, write_bots
 
-ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
 
 
 def test_the_web_plugin_declares_fastagent_as_its_bots_extra() -> None:
-    meta = tomllib.loads((ROOT / "plugins" / "agentrt-web" / "pyproject.toml").read_text())["project"]
+    meta = tomllib.loads((HERE.parent / "pyproject.toml").read_text())["project"]
     assert meta["optional-dependencies"]["bots"] == ["agentrt-fastagent"]
     assert not any(d.startswith("agentrt-fastagent") for d in meta["dependencies"])
 

@@ -1,7 +1,7 @@
 """Record the OpenAI-compatible streaming captures here, from mock servers run offline on loopback.
 
-Usage: ``RECORDER_VENV/bin/python tests/captures/openai-sse/record.py [NAME ...]`` (all by default),
-with a virtualenv holding the servers (see README.md here: ``pip install llmock fakellm
+Usage: ``RECORDER_VENV/bin/python plugins/agentrt-openai/tests/captures/openai-sse/record.py [NAME ...]``
+(all by default), with a virtualenv holding the servers (see README.md here: ``pip install llmock fakellm
 'litellm[proxy]'``); the servers are the ``llmock``, ``fakellm`` and ``litellm`` executables beside
 that Python.  Each server is started on a free loopback port, sent one streaming
 ``POST /v1/chat/completions`` (with http.client, so the body is the bytes the server sent, chunked

@@ -1,9 +1,9 @@
 """Record the Claude Code stream-json captures here, from the pinned CLI in ``.peers/``.
 
-Usage: ``python tests/captures/claude-code/record.py [SCENARIO ...]`` (all by default; a scenario
-is recorded with the others sharing its HOME, e.g. ``resume`` with ``basic_two_turns``).  Each
+Usage: ``python plugins/agentrt-stream-json/tests/captures/claude-code/record.py [SCENARIO ...]`` (all by
+default; a scenario is recorded with the others sharing its HOME, e.g. ``resume`` with ``basic_two_turns``).  Each
 scenario runs the real CLI (``--output-format stream-json --input-format stream-json --print
---verbose``) against the loopback fake Anthropic API (``tests/dialects/fixtures/fake_anthropic.py``),
+--verbose``) against the loopback fake Anthropic API (:mod:`agentrt.testing.fake_apis`),
 writes stdin lines one at a time, waits for each turn's ``result`` line, closes stdin and keeps
 ``X.stdout.jsonl`` (verbatim), ``X.stderr.txt`` and ``X.cmd.txt`` (the command, the stdin script,
 the exit code).  Session ids (``--session-id``), scratch paths and the fake's replies are fixed, so
@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrt.testing.fake_apis import serve_fake_anthropic
+from agentrt.testing.real_peers import CLAUDE_CODE, peer_path
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-CLAUDE = ROOT / ".peers" / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+CLAUDE = peer_path(CLAUDE_CODE)  # the pinned peer: .peers/node_modules in the checkout (or AGENTRT_PEERS)
 SCRATCH = Path("/tmp/agentrt-capture")  # fixed, so the paths the CLI prints repeat across recordings
 BASE_ARGS = ("--output-format", "stream-json", "--input-format", "stream-json", "--print", "--verbose")
 TIMEOUT = 120.0  # a hang guard: the CLI starts in about a second
 
-sys.path.insert(0, str(ROOT / "tests" / "dialects" / "fixtures"))
-from fake_anthropic import serve_fake_anthropic  # noqa: E402
 
 
 def session_id(name: str) -> str:
@@ -169,7 +169,7 @@ def record(sc: Scenario, version: str) -> None:
     (HERE / f"{sc.name}.cmd.txt").write_text(
         f"# scenario: {sc.name}\n"
         f"# exit code: {code}   wall time: {wall:.0f} ms   (hang guard {TIMEOUT:.0f} s)\n"
-        f"# <CLAUDE> = {CLAUDE.relative_to(ROOT)} (Claude Code {version}), <PORT> = the fake API's port\n"
+        f"# <CLAUDE> = .peers/node_modules/{CLAUDE_CODE} (Claude Code {version}), <PORT> = the fake API's port\n"
         f"# fake API modes: {json.dumps(sc.modes, sort_keys=True)}\n"
         f"cd {work} && <stdin below> | env {env_shown} "
         f"{shlex.join(shown)}\n"
