@@ -1,7 +1,9 @@
 """agentrt's public test kit: fixture agent processes and conformance suites.
 
 Third-party dialect, provider, tool and sink authors run these suites against their own code,
-in the spirit of ``trio.testing.check_two_way_stream``.
+in the spirit of ``trio.testing.check_two_way_stream``.  Submodules: :mod:`.pytest_plugin` (scratch
+home directories for a suite), :mod:`.fake_apis` (loopback fake model APIs for real agent CLIs) and
+:mod:`.real_peers` (finding the pinned real CLIs and running them against those fakes).
 """
 
 from __future__ import annotations
