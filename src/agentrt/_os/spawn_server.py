@@ -176,20 +176,30 @@ def main() -> None:
             if len(fds) != _FDS * len(requests) + 1:
                 continue  # malformed: every descriptor is closed below, so the report ends
             report = fds[-1]
+            # Every request prepared before the first clone: between two clones this
+            # process then writes to few pages, and each page it writes while a child
+            # still shares it is a copy-on-write fault (in it or in the child).
+            prepared: list[tuple[int, bytes, _Request, dict[bytes, bytes]] | None] = []
             for i, item in enumerate(requests):
-                mine = fds[_FDS * i : _FDS * (i + 1)]
-                place = pack("=H", i)
                 try:
                     request = marshal.loads(item) if batched else item
                     env = {key: value for key, _, value in (entry.partition(b"=") for entry in request[2])}
-                    # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
-                    # This process has one thread, so no lock can be held across it.
-                    pid = syscall(clone_nr, flags, zero, zero, zero, zero)
-                    if pid == 0:
-                        _child(owner, mine, report, place, request, env, set_death_signal)
-                    if pid < 0:
-                        write(report, b"E" + place + pack("=iB", get_errno(), 3))
+                    prepared.append((i, pack("=H", i), request, env))
                 except Exception:  # a bad request must not end the server; it gets no record
+                    prepared.append(None)
+            for i, ready in enumerate(prepared):
+                mine = fds[_FDS * i : _FDS * (i + 1)]
+                try:
+                    if ready is not None:
+                        _, place, request, env = ready
+                        # A raw clone: CLONE_PARENT makes the owner the parent (os.fork cannot).
+                        # This process has one thread, so no lock can be held across it.
+                        pid = syscall(clone_nr, flags, zero, zero, zero, zero)
+                        if pid == 0:
+                            _child(owner, mine, report, place, request, env, set_death_signal)
+                        if pid < 0:
+                            write(report, b"E" + place + pack("=iB", get_errno(), 3))
+                except Exception:  # a failed clone must not end the server
                     pass
                 finally:
                     # At once, not after the batch: the owner sees a child's output end when the child does.
