@@ -12,7 +12,7 @@ import httpx
 import pytest
 import trio
 
-from agentrt_web import _security
+from agentrt_web import _sessions
 from agentrt_web._hub import Hub, sse_frame
 from agentrt_web._server import WebOptions, serve_web
 
@@ -53,7 +53,7 @@ async def test_cookieless_flood_keeps_the_user_logged_in_and_the_session_table_f
     tmp_path: Path, agent: Path, monkeypatch: pytest.MonkeyPatch, token: str | None
 ) -> None:
     # A small table, so that a flood which stored sessions would evict the user well within FLOOD requests.
-    monkeypatch.setattr(_security, "_MAX_SESSIONS", TABLE)
+    monkeypatch.setattr(_sessions, "_MAX_SESSIONS", TABLE)
     env = base_env(tmp_path, agent, **({"AGENTRT_WEB_TOKEN": token} if token else {}))
     async with trio.open_nursery() as nursery:
         state, url, stop = await start_server(nursery, env, token=token)

@@ -9,9 +9,9 @@ import orjson
 import trio
 
 from agentrt.events import TextDelta, ToolUse, TurnCompleted, TurnFailed, TurnStarted
-from agentrt_web._chat import MD_INTERVAL, WebSink
 from agentrt_web._hub import Hub
 from agentrt_web._render import utf16_len
+from agentrt_web._websink import MD_INTERVAL, WebSink
 
 from .test_server import batch
 

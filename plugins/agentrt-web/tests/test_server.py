@@ -15,10 +15,11 @@ import trio
 from agentrt.errors import AgentrtError
 from agentrt.events import EventBatch, Status, TextDelta, ToolResult, ToolUse, TurnCompleted, TurnStarted, Usage
 from agentrt.threads import ThreadBrowser, ThreadRecord
-from agentrt_web._chat import ChatManager, WebSink, frame_interval
+from agentrt_web._chat import ChatManager
 from agentrt_web._hub import RELOAD, REPLAY, SUBSCRIBER_BUFFER, Hub, sse_frame
 from agentrt_web._render import qr_svg, relative_time, render_markdown, title_of
 from agentrt_web._server import WebOptions, serve_web
+from agentrt_web._websink import WebSink, frame_interval
 
 from .conftest import base_env
 from .fixture_web_agent import XSS
@@ -192,7 +193,7 @@ def test_small_helpers() -> None:
 
 
 def test_status_labels() -> None:
-    from agentrt_web._chat import _status_label
+    from agentrt_web._websink import _status_label
 
     retry = Status(kind="api_retry", label="API error 529, retrying (attempt 2 of 10)")
     assert _status_label(retry) == "Retrying: API error 529, retrying (attempt 2 of 10)"
@@ -220,7 +221,7 @@ def test_step_text_reads_running_then_how_the_step_ended() -> None:
 
 
 async def test_step_and_status_labels_show_control_and_bidi_characters_escaped() -> None:
-    from agentrt_web._chat import _status_label
+    from agentrt_web._websink import _status_label
 
     hub = Hub()
     sink = WebSink(hub, "t")
@@ -300,7 +301,8 @@ async def test_chat_uses_the_browsing_protocol_only_when_the_store_offers_it(tmp
 
 async def test_a_streams_frames_skip_the_layers_between_the_wall_and_the_server() -> None:
     """Each frame is a send per page: only the response start goes through the layers (headers added there)."""
-    from agentrt_web._security import SecurityMiddleware, Sessions
+    from agentrt_web._security import SecurityMiddleware
+    from agentrt_web._sessions import Sessions
     from agentrt_web._sse import SSEResponse
 
     async def body() -> Any:

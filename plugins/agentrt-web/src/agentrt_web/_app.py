@@ -33,8 +33,9 @@ from ._bots import ACTIONS, BotManager, public_bot, qr_url_of
 from ._chat import ChatManager, valid_thread_name
 from ._hub import Hub
 from ._render import qr_svg, relative_time, render_markdown, until
-from ._replies import reply_part_route, thread_turns
-from ._security import SecurityMiddleware, Sessions, Throttle
+from ._replies import failure_messages, reply_part_route, thread_turns
+from ._security import SecurityMiddleware
+from ._sessions import Sessions, Throttle
 from ._sse import SSEResponse
 from ._steps import stored_steps, with_steps
 from ._websink import step_text
@@ -126,7 +127,7 @@ def build_app(state: WebState, *, loopback_only: bool, secure_cookie: bool = Fal
         threads = await state.chats.list_threads(request.query_params.get("q", ""))
         await state.chats.settle(name)
         turns = await thread_turns(state.chats, name)  # long replies cut to their first part
-        messages = await state.chats.failure_messages(name, turns)
+        messages = await failure_messages(state.chats.store, name, turns)
         shown = await stored_steps(state.chats.store, name, turns)  # tool steps, from the replayed events
         turns = [with_steps(t, shown) for t in turns]
         # The live turn and the stream position are read together (no await between them):

@@ -29,21 +29,15 @@ import trio
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed
 from agentrt.sinks import FlushableSink
-from agentrt.threads import ApprovalLog, ThreadBrowser, ThreadHistory, ThreadRecord, ThreadRenamer, ThreadStore
+from agentrt.threads import ApprovalLog, ThreadBrowser, ThreadRecord, ThreadRenamer, ThreadStore
 
 from ._agents import ThreadAgent, WebAgents
 from ._hub import Hub, sse_frame
 from ._live import LiveThread
 from ._render import title_of
-from ._websink import FRAME_BUDGET as FRAME_BUDGET
-from ._websink import FRAME_INTERVAL as FRAME_INTERVAL
-from ._websink import MAX_FRAME_INTERVAL as MAX_FRAME_INTERVAL
-from ._websink import MD_INTERVAL as MD_INTERVAL
-from ._websink import MD_LIVE_MAX as MD_LIVE_MAX
-from ._websink import LiveState, WebSink, frame_interval
-from ._websink import _status_label as _status_label
+from ._websink import WebSink
 
-__all__ = ["ChatManager", "WebSink", "LiveState", "frame_interval", "valid_thread_name"]
+__all__ = ["ChatManager", "valid_thread_name"]
 
 #: Names the server makes up (``web-<date>-<time>-<hex>``), and alike.
 _GENERATED = re.compile(r"[a-z]+-\d{8}-\d{6}-[0-9a-f]+")
@@ -51,8 +45,6 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 MAX_PROMPT = 100_000
 _OPEN_TIMEOUT = 30.0
 _CLOSE_TIMEOUT = 15.0
-# Pages of 1000 stored events read to find the messages of failed turns (a bound, not a target).
-_MESSAGE_PAGES = 20
 
 
 def valid_thread_name(name: str) -> bool:
@@ -183,35 +175,6 @@ class ChatManager:
             return str(live.conv.model)
         record = await self.store.get_thread(name) if name else None
         return str((record.model if record is not None else None) or self.launch.model or "")
-
-    async def failure_messages(self, name: str, turns: list[Mapping[str, Any]]) -> dict[tuple[str, int], str]:
-        """The messages of the thread's failed turns, by ``(conversation_id, turn)``, from its stored events.
-
-        A turn row recorded since the database's schema v8 has its message; for older ones the
-        ``turn_failed`` event has it, read only then, and bounded: a very long thread may show some older
-        failures by code alone.
-        """
-        out: dict[tuple[str, int], str] = {
-            (t["conversation_id"], t["turn"]): str(t["message"])[:500]
-            for t in turns if t.get("outcome") == "failed" and t.get("message")}
-        reader = self.store.thread_events if isinstance(self.store, ThreadHistory) else None
-        if reader is None or not any(t.get("outcome") == "failed" and t.get("code") != "turn_cancelled"
-                                     and not t.get("message") for t in turns):
-            return out  # the turn rows have them (the store records a failed turn's message)
-        current: dict[str, int] = {}
-        after = 0
-        for _page in range(_MESSAGE_PAGES):
-            page, after = await reader(name, after=after, limit=1000)
-            if not page:
-                break
-            for env in page:
-                ev = env.get("event") or {}
-                kind = ev.get("type")
-                if kind == "turn_started" and isinstance(ev.get("turn"), int):
-                    current[env["source"]] = ev["turn"]
-                elif kind == "turn_failed" and env["source"] in current and ev.get("message"):
-                    out[(env["source"], current[env["source"]])] = str(ev["message"])[:500]
-        return out
 
     async def rename(self, old: str, new: str) -> None:
         """Give thread ``old`` the name ``new`` (its history and session go with it).

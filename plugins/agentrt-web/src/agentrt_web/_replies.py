@@ -1,4 +1,4 @@
-"""Long replies in parts: the thread page shows a reply's first part, a page per further part.
+"""A thread page's stored turns: long replies in parts (a page per further part), failed turns' messages.
 
 A thread whose agent wrote a 50 MB reply must not cost the server 50 MB (and
 its Markdown far more) each time the page is opened.  The thread page asks the
@@ -18,12 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agentrt.errors import AgentrtError
-from agentrt.threads import ReplyParts
+from agentrt.threads import ReplyParts, ThreadHistory
 
-__all__ = ["REPLY_PART", "thread_turns", "reply_part_route"]
+__all__ = ["REPLY_PART", "thread_turns", "failure_messages", "reply_part_route"]
 
 #: Characters of a reply shown per part (the thread page shows the first).
 REPLY_PART = 100_000
+# Pages of 1000 stored events read to find the messages of failed turns (a bound, not a target).
+_MESSAGE_PAGES = 20
 
 
 async def thread_turns(
@@ -37,6 +39,36 @@ async def thread_turns(
     if not isinstance(browser, ReplyParts):
         return list(await chats.turns(name, limit))
     return list(await browser.thread_turns(name, limit, reply_chars=reply_chars))
+
+
+async def failure_messages(store: Any, name: str, turns: list[Mapping[str, Any]]) -> dict[tuple[str, int], str]:
+    """The messages of the thread's failed turns, by ``(conversation_id, turn)``, from its stored events.
+
+    A turn row recorded since the database's schema v8 has its message; for older ones the
+    ``turn_failed`` event has it, read only then, and bounded: a very long thread may show some older
+    failures by code alone.
+    """
+    out: dict[tuple[str, int], str] = {
+        (t["conversation_id"], t["turn"]): str(t["message"])[:500]
+        for t in turns if t.get("outcome") == "failed" and t.get("message")}
+    reader = store.thread_events if isinstance(store, ThreadHistory) else None
+    if reader is None or not any(t.get("outcome") == "failed" and t.get("code") != "turn_cancelled"
+                                 and not t.get("message") for t in turns):
+        return out  # the turn rows have them (the store records a failed turn's message)
+    current: dict[str, int] = {}
+    after = 0
+    for _page in range(_MESSAGE_PAGES):
+        page, after = await reader(name, after=after, limit=1000)
+        if not page:
+            break
+        for env in page:
+            ev = env.get("event") or {}
+            kind = ev.get("type")
+            if kind == "turn_started" and isinstance(ev.get("turn"), int):
+                current[env["source"]] = ev["turn"]
+            elif kind == "turn_failed" and env["source"] in current and ev.get("message"):
+                out[(env["source"], current[env["source"]])] = str(ev["message"])[:500]
+    return out
 
 
 def reply_part_route(

@@ -74,7 +74,7 @@ async def serve_web(
     from ._bots import BotManager
     from ._chat import ChatManager
     from ._hub import Hub
-    from ._security import Sessions
+    from ._sessions import Sessions
 
     env = dict(os.environ if env is None else env)
     loopback = is_loopback_host(options.host)
