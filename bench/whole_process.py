@@ -12,7 +12,10 @@ spawn to reap, with its stdout a pipe that the bench drains (to nowhere):
 * ``sdk``: bench/_sdk_query.py, one ``query()`` with ``cli_path`` set to the
   same fake CLI, writing each text delta to stdout (what ``run`` prints);
 * with ``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older
-  commit), ``agentrt_*_before`` run that tree's code in the same rounds.
+  commit), ``agentrt_*_before`` run that tree's code in the same rounds; with
+  ``AGENTRT_BENCH_TREE=<source tree>``, the ``agentrt_*`` contenders run that
+  tree's code instead of the installed one (a change measured in a worktree of
+  its own while the checkout moves on).
 
 The fake CLI (bench/_fake_cli.py) answers the SDK's ``initialize`` request and
 writes a 100k-line session built from the bench corpus, corpus.py (its ``result`` lines
@@ -27,7 +30,11 @@ also as ratios to the ``--no-log`` run of the same round (what recording
 costs).  Each contender is waited for by a fresh helper process (bench/_spawn.py,
 ``wait4``), never read from ``RUSAGE_CHILDREN`` of this long-lived bench, so
 its peak RSS and CPU are its own.  ``AGENTRT_BENCH_ROUNDS`` and
-``AGENTRT_BENCH_LINES`` (default 5 and 100,000) shorten a run.
+``AGENTRT_BENCH_LINES`` (default 5 and 100,000) shorten a run;
+``AGENTRT_BENCH_ONLY`` (comma-separated contender names, for example
+``agentrt_plain,agentrt_json``) runs only those.  The ``--json`` run is also
+reported as ratios to the plain run of the same round (what ``--json`` costs),
+and its ``_before`` run to the plain ``_before`` run.
 """
 
 from __future__ import annotations
@@ -140,6 +147,9 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     cli = _launcher(work, session, os.path.join(work, "cli-rusage.json"))
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": work}
     agentrt_env = {**base, "AWP_AGENT_CLI_EXECUTABLE": cli}
+    tree = os.environ.get("AGENTRT_BENCH_TREE")
+    if tree:
+        agentrt_env["PYTHONPATH"] = _pythonpath(tree)
     sdk_env = {**base, "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
     # --no-log: the SDK records nothing, so neither does agentrt here; the
     # recorded run (the default, into SQLite) is its own contender.
@@ -158,6 +168,12 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         contenders["agentrt_json_before"] = lambda: measure(
             [*run, "--json", "go"], before_env, work
         )
+    only = [name for name in os.environ.get("AGENTRT_BENCH_ONLY", "").split(",") if name]
+    if only:
+        unknown = sorted(set(only) - set(contenders))
+        if unknown:
+            raise SystemExit(f"AGENTRT_BENCH_ONLY: no contender {unknown}; known: {sorted(contenders)}")
+        contenders = {name: contenders[name] for name in contenders if name in only}
     n = blob.count(b"\n")
     print(f"whole process: {n} lines, {len(blob) / 1e6:.0f} MB, {rounds} rounds [{load_text()}]")
     try:
@@ -165,12 +181,20 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     finally:
         os.unlink(session)
         shutil.rmtree(work)
-    summary = summarize(runs, "sdk", (*KEYS, "cli_cpu_s", "out_mb"))
-    # What recording costs: the recorded run against the --no-log run of the same round.
-    cost = summarize({k: runs[k] for k in ("agentrt_plain", "agentrt_plain_logged")}, "agentrt_plain", KEYS)
-    summary.update({k: v for k, v in cost.items() if k.endswith("_vs_agentrt_plain")})
+    first = "sdk" if "sdk" in runs else next(iter(runs))
+    summary = summarize(runs, first, (*KEYS, "cli_cpu_s", "out_mb"))
+    # What recording and --json cost: each against the --no-log plain run of the same round.
+    for plain, others in (
+        ("agentrt_plain", ("agentrt_plain_logged", "agentrt_json")),
+        ("agentrt_plain_before", ("agentrt_json_before",)),
+    ):
+        pair = {k: runs[k] for k in (plain, *others) if k in runs}
+        if plain in pair and len(pair) > 1:
+            cost = summarize(pair, plain, KEYS)
+            summary.update({k: v for k, v in cost.items() if k.endswith(f"_vs_{plain}")})
     summary["session_lines"] = n
-    print_summary(f"whole process, end to end (medians of {rounds} interleaved rounds [range]; ratios to sdk)", summary)
+    title = f"whole process, end to end (medians of {rounds} interleaved rounds [range]; ratios to {first})"
+    print_summary(title, summary)
     return summary
 
 

@@ -31,7 +31,7 @@ from . import events as _events
 from ._json.fragment_passthrough import fragment_passes
 from ._json.lazy_fields import JsonFragment, stored_getter
 
-__all__ = ["event_dict", "event_line", "event_parts"]
+__all__ = ["event_dict", "event_line", "event_parts", "lines_parts"]
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 # Per event class: (field name, declared type) for every field but the private raw.
@@ -159,4 +159,33 @@ def event_parts(event: Any) -> bytes | list[Any]:
     for fragment, piece in zip(passed, pieces[1:], strict=True):
         parts.append(fragment)
         parts.append(piece)
+    return parts
+
+
+_DELTA = b'{"type":"text_delta","text":%s,"index":%d}\n'
+
+
+def lines_parts(events: Any) -> list[Any]:
+    """:func:`event_line` of each of ``events``, in order, as bytes-like parts that join into those lines.
+
+    What ``agentrt run --json`` writes per batch.  A text delta (most events)
+    is its JSON form formatted around its encoded text, a tenth of the cost of
+    encoding a dict per delta (the same bytes: tests hold them equal); any
+    other event is :func:`event_parts`, a passed tool payload as its own
+    buffer, so the one join of the batch is the payload's only copy.
+    """
+    from .events import TextDelta
+
+    dumps, delta = orjson.dumps, _DELTA
+    parts: list[Any] = []
+    append, extend = parts.append, parts.extend
+    for ev in events:
+        if type(ev) is TextDelta and type(ev.index) is int:
+            append(delta % (dumps(ev.text), ev.index))
+        else:
+            line = event_parts(ev)
+            if type(line) is bytes:
+                append(line)
+            else:
+                extend(line)
     return parts

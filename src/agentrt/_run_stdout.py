@@ -49,33 +49,15 @@ class _StdoutSink:
         self.on_closed: Callable[[], None] | None = None
 
     async def handle(self, batch: Any) -> None:
-        from ._eventjson import event_parts
+        from ._eventjson import lines_parts
         from .events import TextDelta
 
         if self.output_closed:
             return
         if self.as_json:
-            import orjson
-
-            dumps, delta = orjson.dumps, b'{"type":"text_delta","text":%s,"index":%d}\n'
-            # Text deltas are most events: their JSON form (the same as to_json's, a
-            # test holds them equal) formatted around the encoded text, which costs a
-            # tenth of encoding a dict per delta; the others from their class's field
-            # plan, their containers encoded in place (tests/core/test_event_json.py),
-            # a tool payload written through from its own buffer: the batch's one
-            # join is the only copy of it.
-            parts: list[Any] = []
-            append, extend = parts.append, parts.extend
-            for ev in batch.events:
-                if type(ev) is TextDelta and type(ev.index) is int:
-                    append(delta % (dumps(ev.text), ev.index))
-                else:
-                    line = event_parts(ev)
-                    if type(line) is bytes:
-                        append(line)
-                    else:
-                        extend(line)
-            data = b"".join(parts)
+            # Each event's line as event_line writes it (tests/core/test_json_lines.py), a
+            # tool payload written through from its own buffer: this join is its only copy.
+            data = b"".join(lines_parts(batch.events))
         else:
             events = batch.events
             texts = [ev.text for ev in events if type(ev) is TextDelta]

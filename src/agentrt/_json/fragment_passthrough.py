@@ -10,6 +10,10 @@ value* as parsing them with the framing's rules and encoding the result:
 * the bytes are valid UTF-8 (a strict decode, 64 KiB at a time) and one
   valid JSON value without lone surrogate escapes (msgspec validates the
   syntax, every escape and every surrogate pair in C without building values);
+  a ``msgspec.Raw`` is one msgspec cut out of the line it decoded, having
+  validated all of that already (and refusing a lone surrogate escape), as
+  :class:`~agentrt.dialect.JsonFragment` requires of every fragment: a string
+  held in one is not validated again (UTF-8 is the one check msgspec skips);
 * a string passes as it is: those checks are all a string needs;
 * an object or array passes only when it is compact (no whitespace between
   tokens, so never a raw ``\\r`` or ``\\n``) and has no duplicate keys, and
@@ -49,11 +53,13 @@ _validate: Any = None
 _split_object: Any = None
 _split_array: Any = None
 _DecodeError: Any = ValueError
+_Raw: Any = None
 try:
     import msgspec
 except ImportError:  # the core does not require msgspec (the dialects that keep fragments do): never pass
     pass
 else:
+    _Raw = msgspec.Raw
     _validate = msgspec.json.Decoder(msgspec.Raw).decode
     _split_object = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
     _split_array = msgspec.json.Decoder(list[msgspec.Raw]).decode
@@ -87,15 +93,18 @@ def fragment_passes(data: bytes | Any, *, mapping: bool = False) -> bool:
     """
     if _validate is None:
         return False
-    size = len(data)
-    if not size:
-        return False
     view = memoryview(data)
+    size = len(view)
+    if size < 2:  # no JSON string, object or array is shorter
+        return False
     first = view[0]
     last = view[size - 1]
     if first == _QUOTE:
         if mapping or last != _QUOTE:
             return False
+        # The one check a string msgspec cut from its line still needs (see the module's docstring).
+        if type(data) is _Raw:
+            return _utf8(view, size)
     elif first == _OPEN_OBJECT:
         if last != _CLOSE_OBJECT:
             return False
@@ -125,6 +134,9 @@ def _utf8(view: memoryview, size: int) -> bool:
     time, so no text four times its size is built (and paged in) at once.
     """
     try:
+        if size <= _PIECE:
+            _utf8_decode(view, "strict", True)
+            return True
         start = 0
         while size - start > _PIECE:
             # Not final: a sequence cut at the piece's end is left for the next piece.
