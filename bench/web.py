@@ -48,13 +48,14 @@ out = []
 async def one(client, ready):
     # Parse frames until the first delta (its latency is measured), then only look for the end:
     # real browsers parse on their own machines, not on the server's cores.
-    first = None; size = 0; tail = b""
+    first = None; size = 0; tail = b""; frames = 0
     async with client.stream("GET", url) as r:
         ready()
         buf = b""
         async for chunk in r.aiter_bytes():
             now = time.time()
             size += len(chunk)
+            frames += (tail[-1:] + chunk).count(b"\n\n")  # (a frame never starts with a newline)
             if first is None:
                 buf += chunk
                 while first is None and b"\n\n" in buf:
@@ -66,7 +67,7 @@ async def one(client, ready):
                                 first = now - msg["t"]
             tail = tail[-32:] + chunk
             if b'"k":"done"' in tail or b'"k":"failed"' in tail:
-                out.append({"first": first, "bytes": size})
+                out.append({"first": first, "bytes": size, "frames": frames})
                 return
 async def main():
     count = 0
@@ -156,6 +157,7 @@ async def _run(work: Path) -> dict[str, Any]:
     firsts: list[float] = []
     light: list[float] = []
     page_bytes: list[int] = []
+    page_frames: list[int] = []
     async with trio.open_nursery() as nursery:
         state = await nursery.start(lambda task_status: serve_web(
             WebOptions(port=0, supervise_bots=False), env=env, stop=stop, on_ready=urls.extend,
@@ -171,6 +173,7 @@ async def _run(work: Path) -> dict[str, Any]:
             loaded.append(rate)
             firsts.extend(r["first"] for r in report if r["first"] is not None)
             page_bytes.extend(r["bytes"] for r in report)
+            page_frames.extend(r["frames"] for r in report)
             _, report = await _with_clients(state, urls[0], name, lambda: live.conv.ask("first"))
             light.extend(r["first"] for r in report if r["first"] is not None)
         stop.set()
@@ -204,6 +207,8 @@ async def _run(work: Path) -> dict[str, Any]:
         "hub_dropped_subscribers": state.hub.dropped,
         # What one page received during a loaded turn (its frames: text, live Markdown, the end).
         "page_kib_per_turn_median": round(statistics.median(page_bytes) / 1024, 1),
+        # The frames (SSE events, the stream's opening included) one page received during a loaded turn.
+        "page_frames_per_turn_median": statistics.median(page_frames),
         # CPU of this process per line (µs; includes the sqlite writer thread), and of the client process.
         "server_cpu_us_per_line_no_clients": round(statistics.median(_CPU["base"]), 2),
         "server_cpu_us_per_line_with_clients": round(statistics.median(_CPU["loaded"]), 2),
