@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -203,3 +204,52 @@ def browser(tmp_path: Path) -> Iterator[Any]:
             yield ctx
         finally:
             ctx.close()
+
+
+SHOTS = os.environ.get("AGENTRT_WEB_SCREENSHOTS")
+
+
+def shot(page: Any, name: str) -> None:
+    """Save a screenshot for the manual when asked to (AGENTRT_WEB_SCREENSHOTS=docs/images)."""
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / name))
+
+
+def new_thread(page: Any, url: str) -> str:
+    """Open a new thread from the index page; returns its name once its composer is there."""
+    page.goto(url + "/")
+    page.click("#new-thread")
+    page.wait_for_url("**/threads/*")
+    page.wait_for_selector("#prompt")
+    return str(page.url.rsplit("/", 1)[1])
+
+
+def say(page: Any, text: str) -> None:
+    page.fill("#prompt", text)
+    page.click("#send")
+
+
+def last_assistant(page: Any) -> Any:
+    return page.locator(".msg.assistant").last
+
+
+@dataclasses.dataclass(frozen=True)
+class Chat:
+    """A page on a new thread of a real ``agentrt web`` (the fixture agent, a database of its own)."""
+
+    server: WebServer
+    page: Any
+    thread: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+@pytest.fixture
+def chat(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> Chat:
+    """The set-up most browser tests share: the server, a page, a new thread open in it."""
+    server = server_factory(base_env(tmp_path, agent))
+    page = browser.new_page()
+    return Chat(server=server, page=page, thread=new_thread(page, server.url))
+

@@ -2,37 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .conftest import LLM_SECRET, agent_pids, alive, argv_log, base_env
-
-SHOTS = os.environ.get("AGENTRT_WEB_SCREENSHOTS")
-
-
-def shot(page: Any, name: str) -> None:
-    """Save a screenshot for the manual when asked to (AGENTRT_WEB_SCREENSHOTS=docs/images)."""
-    if SHOTS:
-        page.screenshot(path=str(Path(SHOTS) / name))
-
-
-def new_thread(page: Any, url: str) -> str:
-    page.goto(url + "/")
-    page.click("#new-thread")
-    page.wait_for_url("**/threads/*")
-    page.wait_for_selector("#prompt")
-    return page.url.rsplit("/", 1)[1]
-
-
-def say(page: Any, text: str) -> None:
-    page.fill("#prompt", text)
-    page.click("#send")
-
-
-def last_assistant(page: Any) -> Any:
-    return page.locator(".msg.assistant").last
+from .conftest import LLM_SECRET, Chat, agent_pids, alive, argv_log, base_env, last_assistant, new_thread, say
+from .conftest import shot as shot  # (other modules of these tests import it from here)
 
 
 def watch_stream(page: Any) -> None:
@@ -48,10 +23,8 @@ def watch_stream(page: Any) -> None:
     )
 
 
-def test_reply_streams_token_by_token(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_reply_streams_token_by_token(chat: Chat) -> None:
+    page = chat.page
     watch_stream(page)
     say(page, "slow 8")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply p")
@@ -68,12 +41,8 @@ def test_reply_streams_token_by_token(tmp_path: Path, agent: Path, server_factor
     assert "7 in" in meta and " s" in meta  # usage and duration of the turn
 
 
-def test_stop_cancels_the_turn_not_the_thread(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_stop_cancels_the_turn_not_the_thread(tmp_path: Path, chat: Chat) -> None:
+    page = chat.page
     say(page, "hang")
     page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('tick2')")
@@ -89,10 +58,8 @@ def test_stop_cancels_the_turn_not_the_thread(
     assert starts[1][starts[1].index("--resume") + 1].startswith("webfix-")
 
 
-def test_tool_step_and_rate_limit_status(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_tool_step_and_rate_limit_status(chat: Chat) -> None:
+    page = chat.page
     say(page, "tool")
     step = page.locator(".steps li").first
     step.wait_for()
@@ -108,10 +75,8 @@ def test_tool_step_and_rate_limit_status(tmp_path: Path, agent: Path, server_fac
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply strong")
 
 
-def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_error_bubble_with_code_and_retry(chat: Chat) -> None:
+    page = chat.page
     say(page, "fail")
     bubble = page.locator(".error-bubble").first
     bubble.wait_for()
@@ -127,12 +92,10 @@ def test_error_bubble_with_code_and_retry(tmp_path: Path, agent: Path, server_fa
     assert all("the fixture failed on purpose" in t for t in page.locator(".error-bubble").all_inner_texts())
 
 
-def test_agent_markup_never_runs(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
+def test_agent_markup_never_runs(chat: Chat) -> None:
+    page = chat.page
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    new_thread(page, srv.url)
     say(page, "xss")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply strong")
 
@@ -192,11 +155,10 @@ def test_thread_switch_and_resume_across_restart(
     assert LLM_SECRET not in page.content()
 
 
-def test_delete_thread(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
+def test_delete_thread(tmp_path: Path, chat: Chat) -> None:
+    page, srv = chat.page, chat.server
+    name = chat.thread
     page.on("dialog", lambda d: d.accept())
-    name = new_thread(page, srv.url)
     say(page, "keep me briefly")
     page.wait_for_selector("text=echo: keep me briefly")
     page.click(f'#thread-list li[data-name="{name}"] button.delete')
@@ -206,12 +168,9 @@ def test_delete_thread(tmp_path: Path, agent: Path, server_factory: Any, browser
         assert db.execute("SELECT count(*) FROM threads WHERE name = ?", (name,)).fetchone()[0] == 0
 
 
-def test_page_opened_mid_reply_misses_nothing(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    name = new_thread(page, srv.url)
+def test_page_opened_mid_reply_misses_nothing(browser: Any, chat: Chat) -> None:
+    page, srv = chat.page, chat.server
+    name = chat.thread
     say(page, "slow 20")
     page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('w3')")

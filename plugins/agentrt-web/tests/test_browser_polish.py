@@ -14,8 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .conftest import argv_log, base_env
-from .test_browser_chat import last_assistant, new_thread, say, shot
+from .conftest import Chat, argv_log, base_env, last_assistant, new_thread, say, shot
 
 STREAMING = ".msg.assistant.streaming .reply"
 
@@ -26,14 +25,10 @@ def reply_has(page: Any, text: str) -> None:
         "t => (document.querySelector('.msg.assistant.streaming .reply') || {}).textContent?.includes(t)", arg=text)
 
 
-def test_markdown_renders_while_streaming_and_stays_inert(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
+def test_markdown_renders_while_streaming_and_stays_inert(chat: Chat) -> None:
+    page = chat.page
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    new_thread(page, srv.url)
     say(page, "mdstream")
     # Before the turn ends, the reply so far is already Markdown: bold, a numbered list, code.
     page.wait_for_selector(f"{STREAMING} strong")
@@ -60,12 +55,8 @@ def test_markdown_renders_while_streaming_and_stays_inert(
     assert dialogs == []
 
 
-def test_no_jump_to_the_bottom_while_reading_above(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_no_jump_to_the_bottom_while_reading_above(chat: Chat) -> None:
+    page = chat.page
     say(page, "story")
     reply_has(page, "tick2")
     gap = ("() => { const m = document.getElementById('messages');"
@@ -123,12 +114,8 @@ def test_usable_at_390_px(tmp_path: Path, agent: Path, server_factory: Any, brow
     assert page.locator("#thread-list").is_hidden()
 
 
-def test_tool_steps_close_with_the_turn_under_their_own_label(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_tool_steps_close_with_the_turn_under_their_own_label(chat: Chat) -> None:
+    page = chat.page
     say(page, "toolopen")
     page.wait_for_selector("text=Nothing to commit.")
     page.wait_for_selector(".msg.assistant:not(.streaming)")
@@ -141,12 +128,8 @@ def test_tool_steps_close_with_the_turn_under_their_own_label(
     assert page.locator(".steps li.running").count() == 0
 
 
-def test_error_shows_its_message_live_and_after_reload(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_error_shows_its_message_live_and_after_reload(chat: Chat) -> None:
+    page = chat.page
     say(page, "fail")
     bubble = page.locator(".error-bubble").first
     bubble.wait_for()
@@ -157,10 +140,8 @@ def test_error_shows_its_message_live_and_after_reload(
     assert page.locator(".error-bubble .error-message").inner_text() == "the fixture failed on purpose"
 
 
-def test_header_names_the_agent_and_model(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_header_names_the_agent_and_model(chat: Chat) -> None:
+    page = chat.page
     assert page.locator("#agent-info .agent").inner_text() == "web-agent"  # the executable's name
     assert page.locator("#agent-model").inner_text() == "default model"
     say(page, "hello")
@@ -219,10 +200,9 @@ def test_readable_404(tmp_path: Path, agent: Path, server_factory: Any, browser:
             assert json.loads(exc.read())["error"]["code"] == "not_found"
 
 
-def test_rename_a_thread(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    old = new_thread(page, srv.url)
+def test_rename_a_thread(tmp_path: Path, chat: Chat) -> None:
+    page = chat.page
+    old = chat.thread
     say(page, "remember the number 42")
     page.wait_for_selector("text=echo: remember the number 42")
     # A name the web UI cannot use is refused with its reason; the thread keeps its name.
