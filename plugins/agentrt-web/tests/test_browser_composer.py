@@ -13,8 +13,7 @@ from typing import Any
 
 from agentrt_stream_json import fixture_agent
 
-from .conftest import base_env
-from .test_browser_chat import last_assistant, new_thread, say, shot
+from .conftest import Chat, base_env, last_assistant, new_thread, say, shot
 
 FIXTURE = Path(fixture_agent.__file__)
 # A copy of stream-json's capture (tests/core/test_plugin_tests_stay_home.py keeps it the same bytes).
@@ -25,12 +24,8 @@ def _bubbles(page: Any, kind: str) -> list[str]:
     return [t.strip() for t in page.locator(f"#messages .msg.{kind}:not(.queued) .bubble").all_inner_texts()]
 
 
-def test_enter_while_a_turn_runs_queues_the_message_in_order(
-    tmp_path: Path, agent: Path, server_factory: Any, browser: Any
-) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_enter_while_a_turn_runs_queues_the_message_in_order(chat: Chat) -> None:
+    page = chat.page
     say(page, "slow 14")
     page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
                            "?.includes('w2')")
@@ -44,7 +39,7 @@ def test_enter_while_a_turn_runs_queues_the_message_in_order(
     shot(page, "queued.png")
     # Nothing doubled, and the running reply stays under its own message.
     assert _bubbles(page, "user") == ["slow 14"]
-    assert page.locator(".msg.assistant").count() == 1
+    assert page.locator(".msg.assistant").count() == 1, page.locator("#messages").inner_html()
     assert page.locator(".msg.assistant.streaming").count() == 1
 
     page.wait_for_function("() => document.querySelectorAll('.msg.assistant:not(.streaming) .reply p').length === 3")
@@ -60,10 +55,8 @@ def test_enter_while_a_turn_runs_queues_the_message_in_order(
     assert [t.strip() for t in page.locator(".msg.assistant .reply").all_inner_texts()] == expected_replies
 
 
-def test_a_queued_message_can_be_taken_back(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_a_queued_message_can_be_taken_back(chat: Chat) -> None:
+    page = chat.page
     say(page, "slow 10")
     page.wait_for_selector(".msg.assistant.streaming")
     page.fill("#prompt", "never mind")
@@ -76,10 +69,8 @@ def test_a_queued_message_can_be_taken_back(tmp_path: Path, agent: Path, server_
     assert _bubbles(page, "user") == ["slow 10", "after"]
 
 
-def test_tool_steps_read_running_then_done(tmp_path: Path, agent: Path, server_factory: Any, browser: Any) -> None:
-    srv = server_factory(base_env(tmp_path, agent))
-    page = browser.new_page()
-    new_thread(page, srv.url)
+def test_tool_steps_read_running_then_done(chat: Chat) -> None:
+    page = chat.page
     say(page, "tool")
     step = page.locator(".steps li").first
     page.wait_for_selector(".steps li.running")
@@ -161,3 +152,29 @@ def test_another_page_queues_behind_the_turn_and_its_stop_names_that_turn(
         assert page.locator(".msg.assistant .stopped").count() == 1
     second.wait_for_selector("text=echo: from the second page")
     first.wait_for_selector("text=echo: from the second page")
+
+
+def test_queued_messages_survive_a_reload(chat: Chat) -> None:
+    """The queue is kept in the tab's sessionStorage: a reload mid-reply shows it again, then sends it in order."""
+    page = chat.page
+    say(page, "hang")
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming .reply')||{}).textContent"
+                           "?.includes('tick1')")
+    for text in ("one", "two", "three"):
+        page.fill("#prompt", text)
+        page.press("#prompt", "Enter")
+    page.locator(".msg.queued button.unqueue").nth(1).click()  # "two" taken back
+    assert page.locator(".msg.user.queued .bubble").all_inner_texts() == ["one", "three"]
+    page.reload()
+    page.wait_for_selector(".msg.assistant.streaming")
+    assert page.locator(".msg.user.queued .bubble").all_inner_texts() == ["one", "three"]
+    page.click("#stop")
+    page.wait_for_selector(".msg.assistant:not(.streaming) .reply p:text-is('echo: three')")
+    assert _bubbles(page, "user") == ["hang", "one", "three"]
+    assert [t.strip() for t in page.locator(".msg.assistant .reply p").all_inner_texts()][-2:] == [
+        "echo: one", "echo: three"]
+    assert page.locator(".msg.queued").count() == 0
+    assert page.evaluate("() => sessionStorage.length") == 0  # sent: nothing left to restore
+    page.reload()
+    page.wait_for_selector(".msg.assistant .reply p")
+    assert page.locator(".msg.queued").count() == 0

@@ -172,8 +172,26 @@
     }
 
     // While a turn runs the composer queues: Enter (or Send) adds the message to a queue shown under
-    // the reply, and each is sent, in order, when the turn before it ends.  The queue lives in the page.
+    // the reply, and each is sent, in order, when the turn before it ends.  The queue lives in the page,
+    // and in the tab's sessionStorage: a reload (or a crash of the page) keeps it.
     const queue = [];
+    const QUEUE_KEY = "agentrt.queue:" + thread;
+    function saveQueue() {
+      try {
+        if (queue.length) sessionStorage.setItem(QUEUE_KEY, JSON.stringify(queue.map((q) => q.text)));
+        else sessionStorage.removeItem(QUEUE_KEY);
+      } catch (e) {
+        // Storage full or switched off: the queue lives in the page only.
+      }
+    }
+    function storedQueue() {
+      try {
+        const texts = JSON.parse(sessionStorage.getItem(QUEUE_KEY) || "[]");
+        return Array.isArray(texts) ? texts.filter((t) => typeof t === "string" && t.trim()) : [];
+      } catch (e) {
+        return [];
+      }
+    }
     let sending = null;
     const isBusy = () => document.body.classList.contains("busy");
 
@@ -308,6 +326,7 @@
         const i = queue.indexOf(item);
         if (i >= 0) queue.splice(i, 1);
         node.remove();
+        saveQueue();
       });
       if (first) {
         queue.unshift(item);
@@ -316,6 +335,7 @@
         queue.push(item);
         messages.appendChild(node);
       }
+      saveQueue();
       scroll(true);
     }
 
@@ -323,6 +343,7 @@
       if (isBusy() || !queue.length) return;
       const next = queue.shift();
       next.node.remove();
+      saveQueue();
       send(next.text);
     }
 
@@ -549,6 +570,9 @@
         copyText(parts.map((n) => n.innerText.trim()).filter(Boolean).join("\n\n"), t);
       }
     });
+    // Messages queued before a reload: queued again, in order; sent now if no turn runs any more.
+    for (const text of storedQueue()) enqueue(text, false);
+    pump();
     scroll(true);
   }
 
