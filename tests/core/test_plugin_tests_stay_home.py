@@ -13,7 +13,11 @@ below with their reason, and each must still need its exception.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,6 +105,19 @@ def test_plugin_tests_read_only_inside_their_distribution() -> None:
     assert unlisted == {}
     stale = sorted(set(EXCEPTIONS) - set(found))
     assert stale == [], "these no longer read outside their distribution: drop them from EXCEPTIONS"
+
+
+def test_a_plugin_copied_alone_passes_its_capture_tests(tmp_path: Path) -> None:
+    # The OpenAI provider's tests replay its captures: from a copy of the distribution with nothing beside it.
+    copy = tmp_path / "agentrt-openai"
+    shutil.copytree(ROOT / "plugins" / "agentrt-openai", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "-o", "trio_mode=true", "tests/test_captures.py"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "skipped" not in summary, summary
 
 
 def test_copied_captures_are_the_recordings_bytes() -> None:
