@@ -28,7 +28,7 @@ import trio
 from ._exceptions import collapse_single_group
 from ._os import child_watch
 from ._os.spawn import OwnedProcess, _LinuxProcess
-from ._process_events import ChildEvents, HasFileno, SyncClosable
+from ._process_events import ChildEvents, SyncClosable, fileno_of
 from ._process_types import ExitStatus, ProcessSpec, spawn
 from ._tap import RawTap
 from .errors import AgentrtError
@@ -83,7 +83,7 @@ class AgentProcess:
         assert proc.stdout is not None and proc.stderr is not None
         self._stdout = proc.stdout
         # Asked per read while output is bulk: the capability is checked once, here.
-        self._stdout_fileno = proc.stdout.fileno if isinstance(proc.stdout, HasFileno) else None
+        self._stdout_fileno = fileno_of(proc.stdout)
         self._stdin = proc.stdin
         self._events = ChildEvents(proc, proc.stderr, stderr_limit=spec.stderr_limit, exited=self._child_exited)
 

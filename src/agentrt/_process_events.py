@@ -20,9 +20,10 @@ from typing import Protocol, runtime_checkable
 import trio
 
 from ._os.child_watch import ChildWatcher
-from ._os.spawn import OwnedProcess, _LinuxProcess
+from ._os.spawn_process import LinuxProcess as _LinuxProcess
+from ._os.spawn_process import OwnedProcess
 
-__all__ = ["ChildEvents", "HasFileno", "SyncClosable"]
+__all__ = ["ChildEvents", "SyncClosable", "fileno_of"]
 
 _HAS_PIDFD = sys.platform == "linux" and hasattr(os, "pidfd_open")
 
@@ -77,11 +78,16 @@ if sys.platform == "darwin":  # pragma: no cover - macOS
         await trio.lowlevel.wait_kevent(pid, select.KQ_FILTER_PROC, abort)
 
 
-@runtime_checkable
-class HasFileno(Protocol):
-    """A stream over a descriptor of its own (trio's pipe streams on Unix)."""
+def fileno_of(stream: object) -> Callable[[], int] | None:
+    """``stream.fileno`` when the stream is over a descriptor of its own (trio's pipe streams on Unix), else None.
 
-    def fileno(self) -> int: ...
+    What ``isinstance(stream, P)`` says for a runtime-checkable protocol ``P``
+    with a ``fileno`` method, at the cost of one ``getattr``: such a check
+    recomputes the protocol's attributes on every call (tens of microseconds,
+    twice per child started).
+    """
+    fileno: Callable[[], int] | None = getattr(stream, "fileno", None)
+    return fileno if callable(fileno) else None
 
 
 @runtime_checkable
@@ -201,11 +207,11 @@ class ChildEvents:
 
     def watch(self, watcher: ChildWatcher, proc: _LinuxProcess) -> None:
         assert proc._pidfd is not None
-        stream = self._stderr_stream
-        assert isinstance(stream, HasFileno)
+        fileno = fileno_of(self._stderr_stream)
+        assert fileno is not None
         self.watcher = watcher
         self.pidfd = proc._pidfd
-        self._stderr_fd = stream.fileno()
+        self._stderr_fd = fileno()
         watcher.add(self.pidfd, self._on_exit)
         watcher.add(self._stderr_fd, self._on_stderr)
 
