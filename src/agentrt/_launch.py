@@ -14,6 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -126,7 +127,18 @@ def _trim(value: str | None) -> str:
     return value.strip(_JS_TRIM) if value else ""
 
 
-def _validate_executable(raw: str | None, source: str) -> str:
+# What a full check of an executable saw (lstat): a later spawn whose one lstat
+# gives the same tuple runs the same file with the same permissions (a swap, a
+# chmod, a chown or a write changes the inode, the mode or the times).
+_StatKey = tuple[int, int, int, int, int, int, int]
+
+
+def _stat_key(st: os.stat_result) -> _StatKey:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
+
+
+def _validate_executable(raw: str | None, source: str) -> tuple[str, _StatKey]:
+    """The normalised path and what its ``lstat`` saw; raises the launch contract's codes."""
     value = _trim(raw)
     if not value:
         raise AgentrtError("cli_executable_not_found", f"{source} is not set")
@@ -145,7 +157,7 @@ def _validate_executable(raw: str | None, source: str) -> str:
         raise AgentrtError("cli_executable_not_regular_file", f"{path} is not a regular file")
     if not os.access(path, os.X_OK):
         raise AgentrtError("cli_executable_not_executable", f"{path} is not executable")
-    return path
+    return path, _stat_key(st)
 
 
 def _validate_args(raw: str | Sequence[str] | None, source: str) -> tuple[str, ...]:
@@ -235,6 +247,18 @@ def _validate_env(
     return entries
 
 
+class _Memo:
+    """What a :class:`LaunchSpec` works out once, not per spawn; each entry is replaced whole (threads may share it)."""
+
+    __slots__ = ("env", "exe")
+
+    def __init__(self) -> None:
+        #: The executable's normalised path and its ``lstat`` at the last full check that passed.
+        self.exe: tuple[str, _StatKey] | None = None
+        #: The parent's allow-listed values last seen, and the child environment built from them.
+        self.env: tuple[tuple[str | None, ...], Mapping[str, str]] | None = None
+
+
 @attrs.frozen(kw_only=True)
 class LaunchSpec:
     """A validated agent CLI launch: executable, prefix args, env entries, protocol, model."""
@@ -247,6 +271,7 @@ class LaunchSpec:
     remote_opt_in: bool = False
     partial_messages: bool = True
     """Ask the CLI for live deltas where its dialect can (stream-json: ``--include-partial-messages``)."""
+    _memo: _Memo = attrs.field(factory=_Memo, init=False, eq=False, repr=False)
 
     @classmethod
     def from_env(
@@ -278,9 +303,9 @@ class LaunchSpec:
             env_entries, env_source = env, "env"
         remote_ok = environ.get("AWP_AGENT_REMOTE_API_OPT_IN") == "1"
         if executable is None:
-            exe = _validate_executable(environ.get("AWP_AGENT_CLI_EXECUTABLE"), "AWP_AGENT_CLI_EXECUTABLE")
+            checked = _validate_executable(environ.get("AWP_AGENT_CLI_EXECUTABLE"), "AWP_AGENT_CLI_EXECUTABLE")
         else:
-            exe = _validate_executable(executable, "executable")
+            checked = _validate_executable(executable, "executable")
         if args is None:
             prefix = _validate_args(environ.get("AWP_AGENT_CLI_ARGS_JSON"), "AWP_AGENT_CLI_ARGS_JSON")
         else:
@@ -301,14 +326,16 @@ class LaunchSpec:
         else:
             chosen_protocol = _validate_protocol(protocol, "protocol")
         entries = _validate_env(env_entries, remote_ok=remote_ok, source=env_source)
-        return cls(
-            executable=exe,
+        spec = cls(
+            executable=checked[0],
             prefix_args=prefix,
             env_entries=entries,
             protocol=chosen_protocol,
             model=chosen_model,
             remote_opt_in=remote_ok,
         )
+        spec._memo.exe = checked  # this check counts as the first spawn's
+        return spec
 
     def argv(
         self,
@@ -338,9 +365,22 @@ class LaunchSpec:
         not a symlink, executable); call it right before every spawn.
 
         Raises the launch contract's code (``cli_executable_is_symlink``,
-        ``cli_executable_not_found``, ...) if the file was swapped since.
+        ``cli_executable_not_found``, ...) if the file was swapped since.  After
+        one full check this costs one ``lstat``: while it shows the same file
+        (device, inode, mode, owner, modification and change times) the
+        verdict stands; anything else (a swap, a removal, a ``chmod``) is
+        checked in full again.
         """
-        _validate_executable(self.executable, "executable")
+        memo = self._memo
+        last = memo.exe
+        if last is not None:
+            try:
+                if _stat_key(os.lstat(last[0])) == last[1]:
+                    return
+            except OSError:
+                pass  # gone or unreadable: the full check names it
+        memo.exe = None
+        memo.exe = _validate_executable(self.executable, "executable")
 
     def child_env(self, parent_env: Mapping[str, str]) -> dict[str, str]:
         """The child's complete environment: :data:`SAFE_ENV_KEYS` found in ``parent_env``
@@ -378,5 +418,16 @@ class LaunchSpec:
             launch, resume = attrs.evolve(self, model=None), None
         compat = dialect.launch_args(self.prefix_args, partial_messages=self.partial_messages)
         argv = launch.argv(compat, resume=resume, mcp_config=mcp_config)
-        env = self.child_env(os.environ if parent_env is None else parent_env)
+        env = self._shared_child_env(os.environ if parent_env is None else parent_env)
         return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)
+
+    def _shared_child_env(self, parent_env: Mapping[str, str]) -> Mapping[str, str]:
+        """:meth:`child_env` as a read-only mapping, built again only when an allow-listed parent value changed."""
+        seen = tuple(map(parent_env.get, SAFE_ENV_KEYS))
+        memo = self._memo
+        last = memo.env
+        if last is not None and last[0] == seen:
+            return last[1]
+        env = MappingProxyType(self.child_env(parent_env))
+        memo.env = (seen, env)
+        return env
