@@ -160,11 +160,10 @@ def run(
     if warning:
         click.echo(warning, err=True)
     sink = _StdoutSink(as_json)
-    import uuid
-
     from ._cli_approval import build_approval_policy, store_recorder
+    from ._ids import new_id
 
-    conversation_id = str(uuid.uuid4())
+    conversation_id = new_id()
     asker = None
     if sys.stdin.isatty() and sys.stderr.isatty():  # mode ask asks on the terminal; elsewhere it denies
         from ._ask_terminal import TerminalAsker

@@ -10,7 +10,6 @@ leaving.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import trio
 
 from ._exceptions import collapse_single_group
+from ._ids import new_id
 from ._launch import LaunchSpec, is_valid_session_id
 from ._mismatch import first_output_timeout as _first_output_from_env
 from .dialect import Dialect
@@ -96,7 +96,7 @@ async def open_conversation(
                 permission_policy=permission_policy,
                 cwd=cwd,
                 parent_env=env,
-                conversation_id=conversation_id or str(uuid.uuid4()),
+                conversation_id=conversation_id or new_id(),
                 resume=resume,
                 term_grace=term_grace,
                 first_output=first_output,
