@@ -236,7 +236,7 @@ class RunOptions:
     asker: PausingAsker | None = None
     """The terminal asker (mode ``ask``), when stdin and stderr are terminals."""
     first_output_timeout: float | Literal["env"] | None = "env"
-    """What ``open_conversation(first_output_timeout=...)`` gets (see :class:`~agentrt._resolve_agent.ResolvedAgent`)."""
+    """What ``open_conversation(first_output_timeout=...)`` gets (see :class:`~agentrt.config.ResolvedAgent`)."""
 
     def __attrs_post_init__(self) -> None:
         if (self.thread is None) != (self.store is None):

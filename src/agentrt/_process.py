@@ -27,7 +27,8 @@ import trio
 
 from ._exceptions import collapse_single_group
 from ._os import child_watch
-from ._os.spawn import OwnedProcess, _LinuxProcess
+from ._os.spawn import OwnedProcess
+from ._os.spawn_process import LinuxProcess as _LinuxProcess
 from ._process_events import ChildEvents, SyncClosable, fileno_of
 from ._process_types import ExitStatus, ProcessSpec, spawn
 from ._tap import RawTap
