@@ -10,6 +10,7 @@ value may be a secret).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -259,6 +260,14 @@ class _Memo:
         self.env: tuple[tuple[str | None, ...], Mapping[str, str]] | None = None
 
 
+@functools.cache
+def _process_spec_type() -> type[ProcessSpec]:
+    # Imported on first use (this module stays light), then without an import statement per spawn.
+    from ._process_types import ProcessSpec
+
+    return ProcessSpec
+
+
 @attrs.frozen(kw_only=True)
 class LaunchSpec:
     """A validated agent CLI launch: executable, prefix args, env entries, protocol, model."""
@@ -405,8 +414,6 @@ class LaunchSpec:
         read).  ``cwd`` must be a non-empty path without NUL
         (``invalid_working_directory``).
         """
-        from ._process import ProcessSpec
-
         work_dir: str | None = None
         if cwd is not None:
             work_dir = os.fspath(cwd)
@@ -419,7 +426,7 @@ class LaunchSpec:
         compat = dialect.launch_args(self.prefix_args, partial_messages=self.partial_messages)
         argv = launch.argv(compat, resume=resume, mcp_config=mcp_config)
         env = self._shared_child_env(os.environ if parent_env is None else parent_env)
-        return ProcessSpec(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)
+        return _process_spec_type()(argv=argv, env=env, cwd=work_dir, shutdown_line=shutdown_line)
 
     def _shared_child_env(self, parent_env: Mapping[str, str]) -> Mapping[str, str]:
         """:meth:`child_env` as a read-only mapping, built again only when an allow-listed parent value changed."""
