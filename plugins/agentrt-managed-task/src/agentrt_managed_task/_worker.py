@@ -11,8 +11,6 @@ import json
 import logging
 import os
 import re
-import secrets
-import shutil
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,8 +23,8 @@ import trio
 from agentrt import AgentrtError
 
 from ._config import tls_verify
-from ._runner import run_command
-from ._worker_settings import _FIXED_ENV, DEFAULT_TRUSTED_PATH, KEY_VAR, OPT_IN_VAR, WorkerSettings, resolve_allowlist
+from ._task_command import failure, run_task
+from ._worker_settings import DEFAULT_TRUSTED_PATH, KEY_VAR, OPT_IN_VAR, WorkerSettings, resolve_allowlist
 from ._worker_settings import MAX_OUTPUT_CAP as MAX_OUTPUT_CAP
 
 __all__ = ["WorkerSettings", "Worker", "resolve_allowlist", "OPT_IN_VAR", "DEFAULT_TRUSTED_PATH"]
@@ -34,9 +32,6 @@ __all__ = ["WorkerSettings", "Worker", "resolve_allowlist", "OPT_IN_VAR", "DEFAU
 log = logging.getLogger("agentrt.worker")
 
 _TASK_ID = re.compile(r"^[0-9a-f-]{1,64}$")
-MAX_ARGS = 128
-MAX_ARG_LENGTH = 8192
-LOG_TAIL = 100_000
 
 
 class _Refused(Exception):
@@ -223,10 +218,10 @@ class Worker:
 
                 nursery.start_soon(renew)
                 try:
-                    result = await self._run_task(row)
+                    result = await run_task(self.settings, self._runs, row)
                 except Exception as exc:  # a worker bug must not take the other slots down
                     log.exception("task %s: worker exception", task_id)
-                    result = _failure(f"worker exception: {type(exc).__name__}")
+                    result = failure(f"worker exception: {type(exc).__name__}")
                 nursery.cancel_scope.cancel()
             if lease_lost or result is None:
                 log.warning("task %s: lease lost, result dropped", task_id)
@@ -238,60 +233,6 @@ class Worker:
                 log.error("task %s: result could not be queued: %s", task_id, type(exc).__name__)
         finally:
             self._free.release()
-
-    async def _run_task(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        s = self.settings
-        payload = row.get("payload")
-        argv = payload.get("argv") if isinstance(payload, dict) else None
-        problem = None
-        if row.get("task_type") != "command":
-            problem = "unsupported task type"
-        elif (
-            not isinstance(argv, list)
-            or not 1 <= len(argv) <= MAX_ARGS
-            or not all(isinstance(a, str) and len(a) <= MAX_ARG_LENGTH and "\0" not in a for a in argv)
-        ):
-            problem = "invalid argv"
-        elif argv[0] not in s.allowed:
-            problem = "command is not allowlisted"
-        if problem is not None or not isinstance(argv, list):
-            return _failure(problem or "invalid argv")
-        run_dir = self._runs / f"{row['id']}--{secrets.token_hex(8)}"
-        try:
-            await trio.Path(run_dir / "tmp").mkdir(parents=True, mode=0o700)
-            env = {
-                "HOME": str(run_dir),
-                "PATH": s.trusted_path,
-                "TMPDIR": str(run_dir / "tmp"),
-                "TEMP": str(run_dir / "tmp"),
-                "TMP": str(run_dir / "tmp"),
-                "LANG": "C.UTF-8",
-                "LC_ALL": "C.UTF-8",
-                "LC_CTYPE": "C.UTF-8",
-                "TZ": "UTC",
-                "PYTHONIOENCODING": "utf-8",
-                "PYTHONUTF8": "1",
-            }
-            env.update({k: v for k, v in s.allowed_env.items() if k not in _FIXED_ENV})
-            outcome = await run_command(
-                [s.allowed[argv[0]], *argv[1:]],
-                cwd=str(run_dir),
-                env=env,
-                time_limit=s.timeout_seconds,
-                max_output=s.max_output_bytes,
-            )
-        except OSError as exc:
-            return _failure(f"worker exception: {type(exc).__name__}", status="error")
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(shutil.rmtree, run_dir, True)
-        ok = outcome.exit_code == 0 and not outcome.timed_out
-        return {
-            "status": "success" if ok else "failed",
-            "output": outcome.output(),
-            "logs": outcome.stdout[-LOG_TAIL:],
-            "duration_s": outcome.duration_s,
-        }
 
     # -- results -----------------------------------------------------------------
     async def _deliver(self, task_id: str, attempt: str, result: dict[str, Any]) -> None:
@@ -353,15 +294,6 @@ class Worker:
                     log.warning("task %s: queued result refused (%s)", task_id, exc.status)
                 await trio.Path(path).unlink(missing_ok=True)
                 self.completed += 1
-
-
-def _failure(message: str, *, status: str = "error") -> dict[str, Any]:
-    return {
-        "status": status,
-        "output": {"stdout": "", "exit_code": -1, "timed_out": False, "canceled": False, "truncated": False},
-        "logs": message,
-        "duration_s": 0.0,
-    }
 
 
 async def _write_atomic(path: Path, text: str) -> None:
