@@ -29,9 +29,9 @@ def bridge(argv: tuple[str, ...]) -> None:
     import trio
 
     from ._bridge import parse_bridge_args, serve_bridge
+    from ._exit_reason import mask_text
     from ._plugins import get_plugins
     from ._startup_error import dialect_in_argv, report_startup_error
-    from ._why import mask_text
     from .agent._io import open_stdio
     from .errors import AgentrtError
 

@@ -33,12 +33,12 @@ import trio
 
 from ._control import answer_control
 from ._engine import ProcessEnd
+from ._exit_reason import exit_reason
 from ._fanout import CLOSE_TIMEOUT, Fanout
 from ._mismatch import ProtocolProbe
 from ._process import AgentProcess, ProcessSpec
 from ._tap import RawTap, TapInfo, TapSource
 from ._turn_rules import exit_how
-from ._why import exit_reason
 from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import ControlRequest, Diagnostic, Event, EventBatch, TurnFailed

@@ -62,7 +62,7 @@ async def report_startup_error(
     if reply is None:
         await sink.send_all(line)
         return
-    from ._why import mask_text
+    from ._exit_reason import mask_text
     from .agent._io import Oversized, read_lines
 
     with trio.move_on_after(STARTUP_ANSWER_BOUND):

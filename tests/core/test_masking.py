@@ -122,9 +122,9 @@ def test_env_by_name_or_by_value() -> None:
 
 
 def test_one_function_behind_every_public_name() -> None:
-    from agentrt import _why
+    from agentrt import _exit_reason
 
     assert mask_secrets is masking.mask_secrets and mask_env is masking.mask_env
-    assert _why.mask_text is masking.mask_text
+    assert _exit_reason.mask_text is masking.mask_text
     text = "--token=abcdefgh https://u:p4ssword@h Bearer abcdefghij sk-abcdefghijklmnop"
     assert mask_secrets(text) == mask_text(text) == "--token=**** https://****@h Bearer **** ****"

@@ -100,7 +100,7 @@ def public_reason(exc: BaseException) -> str:
     """
     if not isinstance(exc, AgentrtError) or not _PUBLIC_CODE.fullmatch(exc.code):
         return ""
-    from .._why import mask_text
+    from .._exit_reason import mask_text
 
     return mask_text(exc.detail)[:_REASON_CHARS]
 
