@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
-from ._exceptions import collapse_single_group
+from ._exception_groups import collapse_single_group
 from ._ids import new_id
 from ._launch import LaunchSpec, is_valid_session_id
 from ._mismatch import first_output_timeout as _first_output_from_env

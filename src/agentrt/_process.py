@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from ._exceptions import collapse_single_group
+from ._exception_groups import collapse_single_group
 from ._os import child_watch
 from ._os.spawn import OwnedProcess
 from ._os.spawn_process import LinuxProcess as _LinuxProcess

@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 import trio
 
-from ._exceptions import collapse_single_group
+from ._exception_groups import collapse_single_group
 from ._framing import JsonlReader, Malformed, OutputOversize
 from ._process import READ_SIZE, AgentProcess
 from .dialect import HostCodec

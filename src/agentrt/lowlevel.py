@@ -60,7 +60,7 @@ from ._engine import HOOK_FAILED as HOOK_FAILED
 from ._engine import HostedProcess as HostedProcess
 from ._engine import ProcessEnd as ProcessEnd
 from ._engine import ProcessOwner as ProcessOwner
-from ._exceptions import collapse_single_group as collapse_single_group
+from ._exception_groups import collapse_single_group as collapse_single_group
 from ._fanout import CLOSE_TIMEOUT as CLOSE_TIMEOUT
 from ._fanout import MAX_SINK_FAILURES as MAX_SINK_FAILURES
 from ._fanout import Fanout as Fanout

@@ -15,7 +15,7 @@ from functools import partial
 
 import trio
 
-from .._exceptions import collapse_single_group
+from .._exception_groups import collapse_single_group
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, TextChunk
 from ._provider_common import Case, closable, provider_for, request
