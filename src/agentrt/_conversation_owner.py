@@ -14,7 +14,7 @@ asks at every spawn and tells of every process:
 * each chunk's events (and the conversation's own, such as ``TurnStarted``)
   through the turn rules to the turn in flight, as one
   :class:`~agentrt.events.EventBatch` to the fan-out, control requests to
-  :func:`agentrt._control.answer_control`; and what an oversize line, a
+  :func:`agentrt._control_answer.answer_control`; and what an oversize line, a
   failed write, a wrong protocol or the process's end mean for the live turn.
 
 One small slotted object per conversation: the engine holds it instead of a
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from ._control import answer_control
+from ._control_answer import answer_control
 from ._engine import ProcessEnd
 from ._exit_reason import exit_reason
 from ._fanout import CLOSE_TIMEOUT, Fanout
