@@ -120,7 +120,6 @@ async def test_a_reader_that_lags_holds_the_agent_back_not_memory() -> None:
 
     in_pipe = STDOUT_PIPE_SIZE // 16_384
     assert sink.buffer_size <= accepted <= in_pipe + sink.buffer_size + 4, accepted
-    assert accepted < 24, accepted
 
 
 _BIG_DELTA_AGENT = r"""
