@@ -388,7 +388,7 @@ async def _interrupt(conv: Conversation, signum: int, again: bool, everything: t
     """End the turn for a signal: through the dialect for the first SIGINT, the stop for SIGTERM.
 
     A second signal while the first one's cancel still waits kills the agent's
-    group at once (see :mod:`agentrt._cancel`).
+    group at once (see :mod:`agentrt._turn_end`).
     """
     if not await conv.end_turn(interrupt=signum == signal.SIGINT and not again):
         everything.cancel()  # no turn yet (or any more): nothing to end but the run

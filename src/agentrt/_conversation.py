@@ -12,7 +12,7 @@ the first-output watch, raw taps, the bounded stop, its end) is the engine's,
 :class:`agentrt._conversation_owner.ConversationOwner`: each process's spec,
 codec and probe, and everything that comes back (the turn rules, the
 fan-out, what the process's end means for the live turn).  Early ends are
-:mod:`agentrt._cancel`'s; :func:`open_conversation` lives in
+:mod:`agentrt._turn_end`'s; :func:`open_conversation` lives in
 :mod:`agentrt._conversation_open` and is re-exported here.  Everything decoded
 from one stdout chunk travels as one :class:`~agentrt.events.EventBatch`.  The
 agent exiting before the terminal event fails the turn with
@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._cancel import end_turn as _end_turn
 from ._conversation_open import open_conversation
 from ._conversation_owner import ConversationOwner
 from ._engine import HostedProcess
@@ -39,6 +38,7 @@ from ._launch import LaunchSpec
 from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
 from ._tap import TapSource
+from ._turn_end import end_turn as _end_turn
 from ._turn_rules import TurnProgress, TurnRules
 from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
@@ -253,7 +253,7 @@ class TurnState:
         self.proc: object | None = None
         #: Tasks waiting for this turn's next events right now (its stream is being read).
         self.waiting = 0
-        #: The wait for the agent's own answer to an interrupt, while there is one (agentrt._cancel).
+        #: The wait for the agent's own answer to an interrupt, while there is one (agentrt._turn_end).
         self.cut_short: trio.CancelScope | None = None
 
 

@@ -50,7 +50,7 @@ class TurnProgress:
     terminal: TurnCompleted | TurnFailed | None = None
     """Its terminal event, once it has ended."""
     cancel_requested: bool = False
-    """The caller asked for the turn to be ended early (see :mod:`agentrt._cancel`)."""
+    """The caller asked for the turn to be ended early (see :mod:`agentrt._turn_end`)."""
     cancel_code: str = "turn_cancelled"
     """The code the turn ends with once it was asked to end: ``turn_cancelled``, ``turn_timeout``..."""
     cancel_message: str = "the turn was cancelled"

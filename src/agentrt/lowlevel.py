@@ -55,7 +55,6 @@ API, because ordinary embedders use them too.
 
 from __future__ import annotations
 
-from ._cancel import CANCEL_GRACE as CANCEL_GRACE
 from ._engine import HOOK_FAILED as HOOK_FAILED
 from ._engine import HostedProcess as HostedProcess
 from ._engine import ProcessEnd as ProcessEnd
@@ -90,6 +89,7 @@ from ._pump import pump_events as pump_events
 from ._tap import RawTap as RawTap
 from ._tap import TapInfo as TapInfo
 from ._tap import TapSource as TapSource
+from ._turn_end import CANCEL_GRACE as CANCEL_GRACE
 from ._turn_rules import TurnProgress as TurnProgress
 from ._turn_rules import TurnRules as TurnRules
 
