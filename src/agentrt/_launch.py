@@ -259,6 +259,11 @@ class _Memo:
         #: The parent's allow-listed values last seen, and the child environment built from them.
         self.env: tuple[tuple[str | None, ...], Mapping[str, str]] | None = None
 
+    def __reduce__(self) -> tuple[type[_Memo], tuple[()]]:
+        # A copied or unpickled spec starts afresh: it checks its file itself (and a
+        # read-only mapping cannot be pickled).
+        return _Memo, ()
+
 
 @functools.cache
 def _process_spec_type() -> type[ProcessSpec]:

@@ -132,3 +132,14 @@ def test_the_memo_is_not_part_of_the_spec(spec: LaunchSpec) -> None:
     spec.check_executable()
     assert spec == twin and "_memo=" not in repr(spec)
     assert attrs.evolve(spec, model="m")._memo is not spec._memo
+
+
+def test_a_used_spec_still_copies_and_pickles(spec: LaunchSpec) -> None:
+    import copy
+    import pickle
+
+    spec.check_executable()
+    spec.process_spec(PLUGINS.dialect("awp-jsonl"), parent_env={"PATH": "/bin"})
+    for twin in (copy.deepcopy(spec), pickle.loads(pickle.dumps(spec)), copy.copy(spec)):
+        assert twin == spec
+        twin.check_executable()  # its own memo: a full check first
