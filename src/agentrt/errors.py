@@ -153,7 +153,7 @@ class CodeInfo(NamedTuple):
 @cache
 def _registry() -> tuple[Mapping[str, CodeInfo], tuple[tuple[str, str, CodeInfo], ...]]:
     # Built on first use, so `import agentrt` does not pay for parsing the tables.
-    from ._codes import TABLES
+    from ._error_codes import TABLES
 
     by_name = {family.__name__: family for family in FAMILIES}
     found: dict[str, CodeInfo] = {}

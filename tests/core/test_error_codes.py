@@ -192,7 +192,7 @@ def test_every_code_produced_in_the_sources_is_registered() -> None:
     found = TOOL.scan()
     assert len(found) > 200  # the scan reads the real sources
     missing = sorted(f"{code} ({found[code][0]})" for code in found if code_info(code) is None)
-    assert not missing, "add these to src/agentrt/_codes.py, then run tools/error_codes.py write:\n" + "\n".join(
+    assert not missing, "add these to src/agentrt/_error_codes.py, then run tools/error_codes.py write:\n" + "\n".join(
         missing
     )
 
@@ -201,9 +201,8 @@ def test_every_registered_code_is_still_produced_somewhere() -> None:
     # A code no source produces any more would document a failure that cannot happen.
     produced = {info.code for info in map(code_info, TOOL.scan()) if info is not None}
     stale = sorted(set(CODES) - produced)
-    assert not stale, "remove these from src/agentrt/_codes.py, then run tools/error_codes.py write: " + ", ".join(
-        stale
-    )
+    assert not stale, ("remove these from src/agentrt/_error_codes.py, then run tools/error_codes.py write: "
+                       + ", ".join(stale))
 
 
 def test_the_page_lists_every_code_and_is_up_to_date() -> None:
