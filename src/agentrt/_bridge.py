@@ -146,7 +146,7 @@ def _offer(options: Any, launch: Any) -> None:
 def _hosting(plugins: Any, launch: Any, outer: Any, env: Mapping[str, str], first_output: Any) -> Any:
     """The hosted ACP agent's session handling (:class:`HostedAgent`), when the bridge hosts one for an ACP client."""
     from ._bridge_hosted import HostedAgent, can_open_early
-    from ._dialect_parts import DefersNewSessions
+    from ._codec_capabilities import DefersNewSessions
 
     if not isinstance(outer, DefersNewSessions) or not can_open_early(plugins.dialect(launch.protocol)):
         return None

@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from ._dialect_parts import KeepsHostCodec, OpensSessionEarly
+from ._codec_capabilities import KeepsHostCodec, OpensSessionEarly
 from .errors import AgentrtError
 
 __all__ = ["FORWARD_BOUND", "OPEN_BOUND", "HostedAgent", "can_open_early", "forward", "hosted_codec",

@@ -82,13 +82,13 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 import attrs
 
-from ._dialect_parts import AsksPermission as AsksPermission
-from ._dialect_parts import DefersNewSessions as DefersNewSessions
-from ._dialect_parts import KeepsHostCodec as KeepsHostCodec
-from ._dialect_parts import OpensSessionEarly as OpensSessionEarly
-from ._dialect_parts import OpensSessions as OpensSessions
-from ._dialect_parts import PartialMessages as PartialMessages
-from ._dialect_parts import RepliesToStartupError as RepliesToStartupError
+from ._codec_capabilities import AsksPermission as AsksPermission
+from ._codec_capabilities import DefersNewSessions as DefersNewSessions
+from ._codec_capabilities import KeepsHostCodec as KeepsHostCodec
+from ._codec_capabilities import OpensSessionEarly as OpensSessionEarly
+from ._codec_capabilities import OpensSessions as OpensSessions
+from ._codec_capabilities import PartialMessages as PartialMessages
+from ._codec_capabilities import RepliesToStartupError as RepliesToStartupError
 from ._json.lazy_fields import JsonFragment
 from ._textdelta import make_text_delta as _make_text_delta
 from ._textdelta import text_delta_slots as text_delta_slots
