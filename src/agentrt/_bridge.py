@@ -151,7 +151,7 @@ def _hosting(plugins: Any, launch: Any, outer: Any, env: Mapping[str, str], firs
     if not isinstance(outer, DefersNewSessions) or not can_open_early(plugins.dialect(launch.protocol)):
         return None
     if first_output == "env":
-        from ._mismatch import first_output_timeout
+        from ._protocol_mismatch import first_output_timeout
 
         first_output = first_output_timeout(env)
     outer.defer_new = True

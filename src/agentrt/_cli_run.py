@@ -115,7 +115,7 @@ def run(
 
     env = dict(os.environ)
     prompt = _read_prompt(prompt)
-    from ._mismatch import first_output_timeout
+    from ._protocol_mismatch import first_output_timeout
 
     try:
         first_output_timeout(env)  # a bad AGENTRT_FIRST_OUTPUT_TIMEOUT is a usage error: nothing spawned

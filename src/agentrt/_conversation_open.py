@@ -19,7 +19,7 @@ import trio
 from ._exception_groups import collapse_single_group
 from ._ids import new_id
 from ._launch import LaunchSpec, is_valid_session_id
-from ._mismatch import first_output_timeout as _first_output_from_env
+from ._protocol_mismatch import first_output_timeout as _first_output_from_env
 from .dialect import Dialect
 from .errors import AgentrtError
 from .permissions import PermissionPolicy

@@ -8,7 +8,7 @@ asks at every spawn and tells of every process:
   validated: a respawn comes much later) and ``--resume`` when resuming;
 * a fresh host codec, started with the session to resume, the model and the
   absolute working directory (a new process speaks a new stream);
-* the protocol probe of :mod:`agentrt._mismatch`, and one
+* the protocol probe of :mod:`agentrt._protocol_mismatch`, and one
   :class:`~agentrt.lowlevel.RawTap` that feeds the tap of every attached
   :class:`~agentrt.lowlevel.TapSource` sink (:func:`tap_all`);
 * each chunk's events (and the conversation's own, such as ``TurnStarted``)
@@ -35,8 +35,8 @@ from ._control_answer import answer_control
 from ._engine import ProcessEnd
 from ._exit_reason import exit_reason
 from ._fanout import CLOSE_TIMEOUT, Fanout
-from ._mismatch import ProtocolProbe
 from ._process import AgentProcess, ProcessSpec
+from ._protocol_mismatch import ProtocolProbe
 from ._tap import RawTap, TapInfo, TapSource
 from ._turn_rules import exit_how
 from .dialect import HostCodec

@@ -5,7 +5,7 @@ FastAgent bot supervisor) builds on.  It owns the agent process
 (:func:`~agentrt._process.open_process`), its read loop
 (:class:`~agentrt._pump.Pump`), the parking of that loop while the owner is
 idle (:class:`~agentrt._live.LiveProcess`), the first-output watch
-(:class:`~agentrt._mismatch.FirstOutputWatch`), the raw taps, and the verdict
+(:class:`~agentrt._protocol_mismatch.FirstOutputWatch`), the raw taps, and the verdict
 on the process's end.  It knows nothing of turns: the owner's policy is one
 object, a :class:`ProcessOwner`, whose methods the engine calls.
 
@@ -24,9 +24,9 @@ import attrs
 import trio
 
 from ._live import LiveProcess
-from ._mismatch import FirstOutputWatch, ProtocolProbe
 from ._os import child_watch
 from ._process import AgentProcess, ExitStatus, ProcessSpec, open_process
+from ._protocol_mismatch import FirstOutputWatch, ProtocolProbe
 from ._pump import EXIT_OUTPUT_GRACE, Pump, PumpResult, pump_events
 from ._tap import RawTap
 from .dialect import HostCodec

@@ -71,7 +71,6 @@ from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_fragment as parse_fragment
 from ._framing import parse_line as parse_line
-from ._mismatch import ProtocolProbe as ProtocolProbe
 from ._os.spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
 from ._os.spawn import OwnedProcess as OwnedProcess
 from ._os.spawn import open_owned_process as open_owned_process
@@ -82,6 +81,7 @@ from ._process import AgentProcess as AgentProcess
 from ._process import ExitStatus as ExitStatus
 from ._process import ProcessSpec as ProcessSpec
 from ._process import open_process as open_process
+from ._protocol_mismatch import ProtocolProbe as ProtocolProbe
 from ._pump import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
 from ._pump import MALFORMED_LINE as MALFORMED_LINE
 from ._pump import PumpResult as PumpResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrt._mismatch import ProtocolProbe, first_output_timeout, looks_like
+from agentrt._protocol_mismatch import ProtocolProbe, first_output_timeout, looks_like
 from agentrt.errors import AgentrtError
 from agentrt.events import Diagnostic, RawEvent, SessionStarted, TextDelta
 
