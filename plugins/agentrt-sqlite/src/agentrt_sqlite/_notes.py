@@ -105,23 +105,29 @@ class ConversationLog:
         """Record ``batch``: its ``E`` record (when it has one) and what it adds to the index."""
         events = batch.events
         reply = self._reply
-        tapped = self.transcript.decoded
-        types = {*map(type, events)}
-        if tapped and types <= BULK and self._announced:
-            # The hot path: a chunk's worth of decoded text, already in the transcript.
-            if reply is not None and not reply.clipped and TextDelta in types:
-                reply.add_all(events)
-            return None
+        if self.transcript.decoded:
+            # The events a replay cannot decode again, with their places: a few per chunk (one
+            # comprehension per batch; the bulk ones cost nothing more here).
+            rest = [(i, event) for i, event in enumerate(events) if type(event) not in BULK]
+            if not rest and self._announced:
+                # The hot path: a chunk's worth of decoded text, already in the transcript.
+                if reply is not None and not reply.clipped:
+                    reply.add_all(events)
+                return None
+        else:
+            rest = list(enumerate(events))
         entries: list[bytes] = []
         items: list[tuple[int, Event, Any]] = []
-        seq = batch.first_seq
-        for event in events:
+        first = batch.first_seq
+        done = 0  # the events before this one went to the reply already
+        for i, event in rest:
+            if reply is not None and not reply.clipped and i > done:
+                reply.add_all(events[done:i])  # the text before this event belongs to the turn it ends
+            done = i + 1
             cls = type(event)
-            if type(event) is TextDelta and reply is not None and not reply.clipped:  # narrowed for mypy
+            if type(event) is TextDelta and reply is not None and not reply.clipped:  # not tapped (narrowed for mypy)
                 reply.add(event.text)
-            if tapped and cls in BULK:
-                seq += 1
-                continue
+            seq = first + i
             entries.append(b"[%d,%d,%s]" % (seq, eats(event), encode_event(event)))
             if isinstance(event, DERIVING):
                 if cls is TurnStarted:
@@ -135,7 +141,8 @@ class ConversationLog:
                     reply = self._reply = None
                 else:
                     items.append((seq, event, None))
-            seq += 1
+        if reply is not None and not reply.clipped and done < len(events):
+            reply.add_all(events[done:])
         size = 0
         if entries:
             head = b'{"wall":%s,"mono":%s,"events":[' % (orjson.dumps(batch.wall), orjson.dumps(batch.mono))
