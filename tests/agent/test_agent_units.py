@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from agentrt import AgentrtError
 from agentrt.agent import parse_args, turn_identity
-from agentrt.agent._config import (
+from agentrt.agent._settings import (
     js_trim,
     resolve_model,
     resolve_state_dir,

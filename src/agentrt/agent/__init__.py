@@ -12,8 +12,6 @@ functions and the limits.
 
 from __future__ import annotations
 
-from ._config import AgentArgs as AgentArgs
-from ._config import parse_args as parse_args
 from ._history import MAX_MESSAGES as MAX_MESSAGES
 from ._history import MAX_SESSION_BYTES as MAX_SESSION_BYTES
 from ._history import SessionState as SessionState
@@ -27,6 +25,8 @@ from ._loop import MAX_TOOL_CALLS as MAX_TOOL_CALLS
 from ._loop import turn_identity as turn_identity
 from ._main import main as main
 from ._serve import serve as serve
+from ._settings import AgentArgs as AgentArgs
+from ._settings import parse_args as parse_args
 
 __all__ = [
     "main",

@@ -44,7 +44,7 @@ from ..errors import AgentrtError
 from ..events import SessionStarted, TurnCompleted, TurnFailed
 from ..provider import Provider
 from ..tools import Tool
-from . import _config, _history
+from . import _history, _settings
 from ._io import ByteSink, ByteSource, Oversized, read_lines
 from ._loop import public_code, public_reason, run_turn
 from ._printer import Printer
@@ -95,7 +95,7 @@ def _decode_line(codec: AgentCodec, line: bytes | Oversized) -> Turn | Shutdown 
     """Decode one input line; ``AgentrtError`` with the per-turn code on bad input."""
     if isinstance(line, Oversized):
         raise AgentrtError("input_message_oversize", "an input line exceeds 32 MiB")
-    text = _config.js_trim(line.decode("utf-8", "replace"))
+    text = _settings.js_trim(line.decode("utf-8", "replace"))
     if not text:
         return None
     try:
@@ -114,7 +114,7 @@ class Agent:
     def __init__(
         self,
         *,
-        settings: _config.AgentSettings,
+        settings: _settings.AgentSettings,
         codec: AgentCodec,
         provider: Provider,
         tools: Mapping[str, Tool],
@@ -192,7 +192,7 @@ class Agent:
 
 
 async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> Agent:
-    args = _config.parse_args(argv)
+    args = _settings.parse_args(argv)
     if plugins is None:
         from .._plugins import get_plugins
 
@@ -200,8 +200,8 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
     codec = plugins.dialect(args.dialect).agent_codec()
     if args.partial and isinstance(codec, PartialMessages):
         codec.partial = True  # the stream-json codec's `--include-partial-messages` mode
-    model = _config.resolve_model(args, env)
-    provider_name = _config.js_trim(env.get("AGENTRT_PROVIDER", "")) or _config.DEFAULT_PROVIDER
+    model = _settings.resolve_model(args, env)
+    provider_name = _settings.js_trim(env.get("AGENTRT_PROVIDER", "")) or _settings.DEFAULT_PROVIDER
     factory = plugins.providers().get(provider_name)
     if factory is None:
         raise AgentrtError("provider_unavailable", f"no provider plugin named {provider_name!r} is loaded")
@@ -212,18 +212,18 @@ async def _start(argv: Sequence[str], env: Mapping[str, str], plugins: Any) -> A
             tool = tool_factory(env)
             if tool is not None:
                 tools[tool.name] = tool
-        timeout = _config.resolve_timeout(env)
-        state_dir = await trio.to_thread.run_sync(_history.prepare_state_dir, _config.resolve_state_dir(env))
+        timeout = _settings.resolve_timeout(env)
+        state_dir = await trio.to_thread.run_sync(_history.prepare_state_dir, _settings.resolve_state_dir(env))
         resume = args.resume
         if resume:
             _history.validate_session_id(resume)
         session = await trio.to_thread.run_sync(_history.load_session, state_dir, resume or None)
-        system_prompt = _config.resolve_system_prompt(env)
+        system_prompt = _settings.resolve_system_prompt(env)
     except BaseException:
         with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_TIMEOUT):
             await provider.aclose()
         raise
-    settings = _config.AgentSettings(
+    settings = _settings.AgentSettings(
         model=model,
         timeout=timeout,
         system_prompt=system_prompt,
