@@ -18,10 +18,10 @@ from ._pids import PidWatch as PidWatch
 from ._provider_suite import SCRIPTED_REPLIES as SCRIPTED_REPLIES
 from ._provider_suite import ScriptedReply as ScriptedReply
 from ._provider_suite import check_provider as check_provider
-from ._replay import ReplayRequest as ReplayRequest
-from ._replay import ReplayResponse as ReplayResponse
-from ._replay import ReplayServer as ReplayServer
-from ._replay import serve_replay as serve_replay
+from ._scripted_http import ReplayRequest as ReplayRequest
+from ._scripted_http import ReplayResponse as ReplayResponse
+from ._scripted_http import ReplayServer as ReplayServer
+from ._scripted_http import serve_replay as serve_replay
 from ._sink_suite import check_sink as check_sink
 from ._sink_suite import sample_events as sample_events
 from ._tape_agent import tape_agent_path as tape_agent_path

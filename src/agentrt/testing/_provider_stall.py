@@ -19,7 +19,7 @@ from .._exception_groups import collapse_single_group
 from ..errors import AgentrtError
 from ..provider import FinishChunk, Provider, TextChunk
 from ._provider_common import Case, closable, provider_for, request
-from ._replay import _REASONS, ReplayResponse, _chunk_frame, _read_request
+from ._scripted_http import _REASONS, ReplayResponse, _chunk_frame, _read_request
 
 __all__ = ["StallServer", "serve_stall", "check_streaming_and_close"]
 

@@ -48,7 +48,7 @@ from ._provider_common import (
     request,
 )
 from ._provider_stall import check_streaming_and_close
-from ._replay import ReplayRequest, ReplayResponse, serve_replay
+from ._scripted_http import ReplayRequest, ReplayResponse, serve_replay
 
 __all__ = ["check_provider", "ScriptedReply", "SCRIPTED_REPLIES"]
 
