@@ -13,15 +13,14 @@ from __future__ import annotations
 import functools
 import os
 import re
-import stat
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import attrs
 import orjson
 
+from ._launch_check import LaunchMemo, StatKey, check_executable_file
 from .errors import AgentrtError
 from .net import is_loopback_host
 
@@ -128,37 +127,9 @@ def _trim(value: str | None) -> str:
     return value.strip(_JS_TRIM) if value else ""
 
 
-# What a full check of an executable saw (lstat): a later spawn whose one lstat
-# gives the same tuple runs the same file with the same permissions (a swap, a
-# chmod, a chown or a write changes the inode, the mode or the times).
-_StatKey = tuple[int, int, int, int, int, int, int]
-
-
-def _stat_key(st: os.stat_result) -> _StatKey:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
-
-
-def _validate_executable(raw: str | None, source: str) -> tuple[str, _StatKey]:
+def _validate_executable(raw: str | None, source: str) -> tuple[str, StatKey]:
     """The normalised path and what its ``lstat`` saw; raises the launch contract's codes."""
-    value = _trim(raw)
-    if not value:
-        raise AgentrtError("cli_executable_not_found", f"{source} is not set")
-    if not os.path.isabs(value):
-        raise AgentrtError("cli_executable_must_be_absolute", f"{source} must be an absolute path")
-    path = os.path.normpath(value)  # like path.resolve(): lexical, symlinks untouched
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        raise AgentrtError("cli_executable_not_found", f"no such file: {path}") from None
-    except OSError as exc:
-        raise AgentrtError("cli_executable_not_found", f"cannot stat {path}: {exc.strerror}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise AgentrtError("cli_executable_is_symlink", f"{path} is a symbolic link")
-    if not stat.S_ISREG(st.st_mode):
-        raise AgentrtError("cli_executable_not_regular_file", f"{path} is not a regular file")
-    if not os.access(path, os.X_OK):
-        raise AgentrtError("cli_executable_not_executable", f"{path} is not executable")
-    return path, _stat_key(st)
+    return check_executable_file(_trim(raw), source)
 
 
 def _validate_args(raw: str | Sequence[str] | None, source: str) -> tuple[str, ...]:
@@ -248,23 +219,6 @@ def _validate_env(
     return entries
 
 
-class _Memo:
-    """What a :class:`LaunchSpec` works out once, not per spawn; each entry is replaced whole (threads may share it)."""
-
-    __slots__ = ("env", "exe")
-
-    def __init__(self) -> None:
-        #: The executable's normalised path and its ``lstat`` at the last full check that passed.
-        self.exe: tuple[str, _StatKey] | None = None
-        #: The parent's allow-listed values last seen, and the child environment built from them.
-        self.env: tuple[tuple[str | None, ...], Mapping[str, str]] | None = None
-
-    def __reduce__(self) -> tuple[type[_Memo], tuple[()]]:
-        # A copied or unpickled spec starts afresh: it checks its file itself (and a
-        # read-only mapping cannot be pickled).
-        return _Memo, ()
-
-
 @functools.cache
 def _process_spec_type() -> type[ProcessSpec]:
     # Imported on first use (this module stays light), then without an import statement per spawn.
@@ -285,7 +239,7 @@ class LaunchSpec:
     remote_opt_in: bool = False
     partial_messages: bool = True
     """Ask the CLI for live deltas where its dialect can (stream-json: ``--include-partial-messages``)."""
-    _memo: _Memo = attrs.field(factory=_Memo, init=False, eq=False, repr=False)
+    _memo: LaunchMemo = attrs.field(factory=LaunchMemo, init=False, eq=False, repr=False)
 
     @classmethod
     def from_env(
@@ -385,16 +339,7 @@ class LaunchSpec:
         verdict stands; anything else (a swap, a removal, a ``chmod``) is
         checked in full again.
         """
-        memo = self._memo
-        last = memo.exe
-        if last is not None:
-            try:
-                if _stat_key(os.lstat(last[0])) == last[1]:
-                    return
-            except OSError:
-                pass  # gone or unreadable: the full check names it
-        memo.exe = None
-        memo.exe = _validate_executable(self.executable, "executable")
+        self._memo.recheck(functools.partial(_validate_executable, self.executable, "executable"))
 
     def child_env(self, parent_env: Mapping[str, str]) -> dict[str, str]:
         """The child's complete environment: :data:`SAFE_ENV_KEYS` found in ``parent_env``
@@ -435,11 +380,4 @@ class LaunchSpec:
 
     def _shared_child_env(self, parent_env: Mapping[str, str]) -> Mapping[str, str]:
         """:meth:`child_env` as a read-only mapping, built again only when an allow-listed parent value changed."""
-        seen = tuple(map(parent_env.get, SAFE_ENV_KEYS))
-        memo = self._memo
-        last = memo.env
-        if last is not None and last[0] == seen:
-            return last[1]
-        env = MappingProxyType(self.child_env(parent_env))
-        memo.env = (seen, env)
-        return env
+        return self._memo.child_env(parent_env, SAFE_ENV_KEYS, self.child_env)
