@@ -29,9 +29,10 @@ import trio
 from agentrt.errors import AgentrtError
 from agentrt.events import TurnCompleted, TurnFailed
 from agentrt.sinks import FlushableSink
-from agentrt.threads import ApprovalLog, ThreadBrowser, ThreadRecord, ThreadRenamer, ThreadStore
+from agentrt.threads import ThreadBrowser, ThreadRecord, ThreadRenamer, ThreadStore
 
 from ._agents import ThreadAgent, WebAgents
+from ._chat_open import thread_policy, thread_sinks
 from ._hub import Hub, sse_frame
 from ._live import LiveThread
 from ._render import title_of
@@ -270,27 +271,12 @@ class ChatManager:
     async def _host(self, live: LiveThread, resume: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         from agentrt import open_conversation
 
-        sinks: list[Any] = [live.sink]
         agent = live.agent or self.agents.default
         launch = agent.launch
-        factory = self.plugins.sink_for("recorder")
-        options = {"env": self.env, "thread": live.name, "dialect": launch.protocol,
-                   "executable": launch.executable, "model": launch.model, "agent": agent.name}
-        if self.added_sinks:
-            from agentrt.sinks import open_added_sinks
-
-            sinks.extend(open_added_sinks(self.plugins, self.added_sinks, options))
-        if factory is not None:
-            try:
-                live.db_sink = factory(dict(options))
-                sinks.append(live.db_sink)
-            except AgentrtError:
-                raise
-            except Exception as exc:  # a broken database plugin: say so with a code, not a 500
-                raise AgentrtError("database_sink_failed", f"the database sink could not start: "
-                                   f"{type(exc).__name__}") from exc
+        sinks = thread_sinks(live, agent, plugins=self.plugins, env=self.env, added_sinks=self.added_sinks)
         started = False
-        policy = self._policy(live.name, agent.permissions)
+        policy = thread_policy(live.name, agent.permissions, options=self._approval, approvals=self.approvals,
+                               store=self.store)
         try:
             async with open_conversation(launch, plugins=self.plugins, resume=resume, sinks=sinks,
                                          parent_env=self.env, term_grace=self.term_grace,
@@ -312,22 +298,6 @@ class ChatManager:
             if self._live.get(live.name) is live:
                 del self._live[live.name]
             live.closed.set()
-
-    def _policy(self, name: str, permissions: Any) -> Any:
-        """Thread ``name``'s tool-approval policy: asks on its pages, records in the database."""
-        import uuid
-
-        from agentrt.approval import build_approval_policy
-
-        opts = self._approval
-        return build_approval_policy(
-            default_mode="ask", permission_mode=opts.get("permission_mode"), allow_tools=opts.get("allow_tools", ()),
-            deny_tools=opts.get("deny_tools", ()), config=permissions, asker=self.approvals.asker(name),
-            ask_timeout=opts.get("ask_timeout", 50.0),
-            recorder=self.store.record_approval if isinstance(self.store, ApprovalLog) else None,
-            conversation_id=str(uuid.uuid4()), thread=name,
-            notify=lambda note: print(f"agentrt web: thread {name!r}: {note}", file=sys.stderr),
-        )
 
     async def _turn(self, live: LiveThread, text: str, started: trio.Event) -> None:
         conv = live.conv
