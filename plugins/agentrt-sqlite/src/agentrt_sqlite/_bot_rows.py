@@ -1,18 +1,23 @@
-"""The bot half of :class:`~agentrt_sqlite.api.SqliteStore`: records, state history and timelines."""
+"""The bot half of :class:`~agentrt_sqlite.api.SqliteStore`: records, state history and timelines.
+
+The store holds a :class:`BotRows` and delegates its bot methods to it; the rows run
+their SQL through the store's runner (its database thread and lock), so both halves
+share one connection without sharing state.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import orjson
 
 from agentrt.bots import BotRecord
 
-__all__ = ["BotRows"]
+__all__ = ["BotRows", "Runner"]
 
 T = TypeVar("T")
 
@@ -46,11 +51,20 @@ def _bot_params(record: BotRecord) -> tuple[Any, ...]:
     return tuple(values[c] for c in _BOT_COLUMNS)
 
 
-class BotRows:
-    """:class:`agentrt.bots.BotStore` over the ``bots``, ``bot_state_history`` and ``bot_timeline`` tables."""
+class Runner(Protocol):
+    """Runs ``fn`` on the store's connection in its database thread, under its lock; returns its result."""
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        raise NotImplementedError  # the store runs SQL in its database thread
+    async def __call__(self, fn: Callable[[sqlite3.Connection], T], /) -> T: ...
+
+
+class BotRows:
+    """:class:`agentrt.bots.BotStore` over the ``bots``, ``bot_state_history`` and ``bot_timeline`` tables.
+
+    Holds no connection: every query goes through ``run``, the owning store's runner.
+    """
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
 
     async def get_bot(self, bot_id: str) -> BotRecord | None:
         """The bot's record, or ``None``."""

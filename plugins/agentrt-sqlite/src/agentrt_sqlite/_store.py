@@ -10,12 +10,13 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
+from agentrt.bots import BotRecord
 from agentrt.errors import AgentrtError
 from agentrt.events import Diagnostic
 from agentrt.threads import ThreadRecord, ThreadSummary
@@ -32,10 +33,11 @@ T = TypeVar("T")
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 
 
-class SqliteStore(BotRows):
+class SqliteStore:
     """:class:`agentrt.threads.ThreadStore`, :class:`~agentrt.threads.ThreadBrowser` and :class:`agentrt.bots.BotStore`.
 
-    Over one SQLite file.
+    Over one SQLite file.  The bot methods delegate to a held :class:`BotRows`
+    that runs its SQL through this store's connection and lock.
     """
 
     def __init__(self, path: Path) -> None:
@@ -43,6 +45,7 @@ class SqliteStore(BotRows):
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._pages = ThreadEvents()
+        self._bots = BotRows(self._run)
 
     # -- plumbing --------------------------------------------------------
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -65,6 +68,41 @@ class SqliteStore(BotRows):
                     self._db = None
 
         await trio.to_thread.run_sync(close)
+
+    # -- bots (agentrt.bots.BotStore, in BotRows) -------------------------
+    async def get_bot(self, bot_id: str) -> BotRecord | None:
+        """The bot's record, or ``None``."""
+        return await self._bots.get_bot(bot_id)
+
+    async def save_bot(self, record: BotRecord) -> None:
+        """Create or replace the bot's record (``updated_at`` defaults to now)."""
+        await self._bots.save_bot(record)
+
+    async def update_bot(
+        self, bot_id: str, change: Callable[[BotRecord], BotRecord]
+    ) -> tuple[BotRecord, BotRecord] | None:
+        """Atomic read-modify-write (see :meth:`BotRows.update_bot`): ``(old, new)``, or ``None`` if unknown."""
+        return await self._bots.update_bot(bot_id, change)
+
+    async def list_bots(self) -> Sequence[BotRecord]:
+        """Every bot, ordered by id."""
+        return await self._bots.list_bots()
+
+    async def delete_bot(self, bot_id: str) -> None:
+        """Forget a bot, its state history and its timeline."""
+        await self._bots.delete_bot(bot_id)
+
+    async def append_timeline(self, bot_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one applied lifecycle event ``{type, message, payload}`` to the bot's timeline."""
+        await self._bots.append_timeline(bot_id, entry)
+
+    async def timeline(self, bot_id: str, *, offset: int = 0, limit: int = 100) -> Sequence[Mapping[str, Any]]:
+        """The bot's applied lifecycle events, oldest first, paged."""
+        return await self._bots.timeline(bot_id, offset=offset, limit=limit)
+
+    async def state_history(self, bot_id: str) -> list[dict[str, Any]]:
+        """The bot's state changes, oldest first (from ``state_changed`` events)."""
+        return await self._bots.state_history(bot_id)
 
     # -- threads -----------------------------------------------------------
     async def get_thread(self, name: str) -> ThreadRecord | None:
