@@ -99,7 +99,7 @@ async def _record(reads: list[Read], db: Path, nice: int = 10) -> tuple[float, i
     await sink.flush()
     elapsed = time.perf_counter() - start
     await sink.aclose()
-    from agentrt_sqlite._transcript import read_records
+    from agentrt_sqlite.api import read_records
 
     marked = sum(len(orjson.loads(p)["events"]) for _, _, _, p in read_records(
         db.parent / "transcripts" / f"{source}.atr", kinds=b"E"))
@@ -119,15 +119,14 @@ async def _tui(batches: list[Any]) -> float:
 
 
 def _recorder(db: Path) -> Any:
-    """The recorder ``agentrt run`` opens (``open_log_sink``: the ``recorder`` role), with its default options."""
+    """The recorder ``agentrt run`` opens (the ``recorder`` role's factory, as ``run`` calls it), default options."""
     from agentrt import Plugins
-    from agentrt._runlog import open_log_sink
 
+    factory = Plugins(autoload=True).sink_for("recorder")
+    assert factory is not None, "no recorder plugin installed"
     options = {"env": {"AGENTRT_DATABASE_URL": f"sqlite://{db}"}, "thread": None, "dialect": "stream-json",
                "executable": PYTHON, "model": None, "agent": None, "continues": None}
-    sink = open_log_sink(Plugins(autoload=True), options)
-    assert sink is not None, "no recorder plugin installed"
-    return sink
+    return factory(options)
 
 
 async def _host(path: str, db: Path | None) -> tuple[int, float, float]:
@@ -154,7 +153,7 @@ async def _host(path: str, db: Path | None) -> tuple[int, float, float]:
 
 def _check_tapped(db: Path, conversation: str) -> None:
     # The figure is the recorded path only if the output went through the tap.
-    from agentrt_sqlite._transcript import read_records, transcript_name
+    from agentrt_sqlite.api import read_records, transcript_name
 
     kinds = {kind for kind, _, _, _ in read_records(db.parent / "transcripts" / transcript_name(conversation))}
     assert b"O" in kinds, f"the recorder did not tap the agent's output: {sorted(kinds)}"
