@@ -28,14 +28,11 @@ from agentrt._pump import decode_objects
 from agentrt.events import TextDelta, ToolResult, ToolUse, to_json
 from agentrt.lowlevel import JsonlReader
 
+from ..plugin_data import CLAUDE_CODE_CAPTURES
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "bench" / "corpus.py"
-# Wherever the captures live (tests/ or next to the plugin's tests).
-CAPTURES = sorted(
-    path
-    for pattern in ("tests/**/captures/claude-code/*.stdout.jsonl", "plugins/*/tests/**/claude-code/*.stdout.jsonl")
-    for path in ROOT.glob(pattern)
-)
+CAPTURES = sorted(CLAUDE_CODE_CAPTURES.glob("*.stdout.jsonl"))
 _PLUGINS = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"})
 
 
@@ -82,7 +79,10 @@ def _check(blob: bytes, *, canonical: bool = True) -> list[Any]:
     return [ev for batch in batches for ev in batch]
 
 
-@pytest.mark.skipif(not CAPTURES, reason="no Claude Code capture found in the checkout")
+def test_the_repositorys_claude_code_captures_are_found() -> None:
+    assert CAPTURES, f"no *.stdout.jsonl in {CLAUDE_CODE_CAPTURES}"
+
+
 @pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
 def test_every_capture_is_written_as_the_per_event_encoder_writes_it(capture: Path) -> None:
     _check(capture.read_bytes())

@@ -113,7 +113,8 @@ def test_a_plugin_copied_alone_passes_its_capture_tests(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "plugins" / "agentrt-openai", copy, ignore=shutil.ignore_patterns("__pycache__"))
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
             "-o", "trio_mode=true", "tests/test_captures.py"]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # An allowlisted environment, as every child gets: the copy needs only the interpreter and a locale.
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
     done = subprocess.run(argv, cwd=copy, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
