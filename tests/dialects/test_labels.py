@@ -72,3 +72,45 @@ def test_strip_mcp_prefix() -> None:
     assert strip_mcp_prefix("mcp__server__ns__deeper__tool") == "deeper__tool"  # at most two segments
     assert strip_mcp_prefix("Bash") == "Bash"
     assert strip_mcp_prefix("xmcp__a__b") == "xmcp__a__b"
+
+
+def _label_escaping_everything(name: str, tool_input: dict[str, Any]) -> str:
+    """The label as the whole first line (or basename) escaped, then cut: what the cut label must equal."""
+    from agentrt.display import escape_text
+    from agentrt.labels import MAX_COMMAND
+
+    if name == "Bash":
+        first = escape_text(tool_input["command"].strip().split("\n", 1)[0].strip())
+        label = f"Running: {first[:MAX_COMMAND]}..." if len(first) > MAX_COMMAND else f"Running: {first}"
+    else:
+        path = tool_input["file_path"].rstrip("\\/")
+        label = "Reading " + escape_text(path[max(path.rfind("/"), path.rfind("\\")) + 1 :].strip())
+    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 3] + "..."
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        {"command": "\x1b[2J" * 20_000},
+        {"command": "  \u202e" + "é\x00" * 30 + "\nsecond line"},
+        {"command": "a" * 39 + "\x1b" + "tail"},
+        {"command": "a" * 40 + "\x1b"},
+        {"command": "\t\u2028 echo hi \u2028\n"},
+        {"file_path": "/d/" + "\x07" * 50_000},
+        {"file_path": "/d/" + "n" * 70 + "\x1b" * 3},
+        {"file_path": "r\u00e9sum\u00e9\u200b.txt  "},
+    ],
+)
+def test_a_label_escapes_only_what_it_shows_and_equals_escaping_everything(
+    tool_input: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentrt.display as display
+
+    expected = _label_escaping_everything("Bash" if "command" in tool_input else "Read", tool_input)
+    seen: list[int] = []
+    units = display._units
+    monkeypatch.setattr(display, "_units", lambda text: seen.append(len(text)) or units(text))
+    label = tool_label("Bash" if "command" in tool_input else "Read", tool_input)
+    assert label == expected
+    # A megabyte of command or path costs a label's worth of escaping, not the whole value's.
+    assert sum(seen) <= MAX_LABEL + 1, seen
