@@ -9,7 +9,7 @@ stdin is in this file, the engine's (:mod:`agentrt._engine`), the process's
 The process (spawn and respawn with ``--resume``, its read loop and parking,
 the first-output watch, raw taps, the bounded stop, its end) is the engine's,
 :class:`agentrt._engine.HostedProcess`, whose owner is the conversation's
-:class:`agentrt._conversation_owner.ConversationOwner`: each process's spec,
+:class:`agentrt._turns.ConversationOwner`: each process's spec,
 codec and probe, and everything that comes back (the turn rules, the
 fan-out, what the process's end means for the live turn).  Early ends are
 :mod:`agentrt._turn_end`'s; :func:`open_conversation` lives in
@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._conversation_open import open_conversation
-from ._conversation_owner import ConversationOwner
 from ._engine import HostedProcess
 from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES
 from ._launch import LaunchSpec
@@ -39,7 +38,7 @@ from ._process import AgentProcess, ExitStatus
 from ._pump import EXIT_OUTPUT_GRACE
 from ._tap import TapSource
 from ._turn_end import end_turn as _end_turn
-from ._turn_rules import TurnProgress, TurnRules
+from ._turns import ConversationOwner, TurnProgress, TurnRules
 from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
 from .events import Event, TurnCompleted, TurnFailed, TurnStarted

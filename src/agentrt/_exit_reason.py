@@ -1,9 +1,12 @@
-"""Why an agent died: the last lines of its stderr, bounded and with secrets masked.
+"""Why an agent died: its exit, and the last lines of its stderr, bounded and with secrets masked.
 
-An agent that exits before its result usually said why on stderr (a missing
-API key, a bad flag, a stack trace).  :func:`exit_reason` appends the newest
-lines of it to the ``exit_before_result`` message, so ``agentrt run`` and the
-``turn_failed`` event carry the agent's own words, never a secret.
+A turn whose agent exits before the turn's terminal event fails
+``exit_before_result`` (:func:`exit_before_result`), its message naming the
+exit code or signal (:func:`exit_how`).  An agent that exits so usually said
+why on stderr (a missing API key, a bad flag, a stack trace).
+:func:`exit_reason` appends the newest lines of it to that message, so
+``agentrt run`` and the ``turn_failed`` event carry the agent's own words,
+never a secret.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from .events import TurnFailed
 from .masking import mask_text
 
 if TYPE_CHECKING:
-    from ._process import AgentProcess
+    from ._process import AgentProcess, ExitStatus
 
-__all__ = ["TAIL_LINES", "TAIL_BYTES", "exit_reason", "mask_text", "stderr_lines"]
+__all__ = ["TAIL_LINES", "TAIL_BYTES", "exit_before_result", "exit_how", "exit_reason", "mask_text", "stderr_lines"]
 
 #: At most this many of the last stderr lines are shown...
 TAIL_LINES = 5
@@ -29,6 +33,22 @@ TAIL_BYTES = 2048
 # grandchild holding stderr open must not delay the turn's end for long).
 _STDERR_WAIT = 0.5
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def exit_how(status: ExitStatus) -> str:
+    """How the process ended, as the ``exit_before_result`` message says it: ``code=N`` or ``signal=N``."""
+    return f"signal={status.signal}" if status.signal is not None else f"code={status.returncode}"
+
+
+def exit_before_result(status: ExitStatus, message: str | None = None) -> TurnFailed:
+    """The failure of a turn whose agent exited before the turn's terminal event.
+
+    ``message`` is the whole message when the caller knows more (the agent's
+    last stderr lines, :func:`exit_reason`); by default it names the exit code or signal.
+    """
+    return TurnFailed(
+        code="exit_before_result", message=message or f"the agent exited before its result ({exit_how(status)})"
+    )
 
 
 def stderr_lines(tail: bytes, env: Mapping[str, str] | None = None) -> list[str]:

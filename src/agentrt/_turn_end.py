@@ -8,7 +8,7 @@ one of them ends the turn the same way:
 1. the turn is marked as ending, with the code it is to end with
    (``turn_cancelled``, ``turn_timeout``...): whatever ends it from now on,
    the agent's own failure or the process's exit, ends it with that code
-   (:class:`agentrt._turn_rules.TurnRules` maps it), so there is exactly one
+   (:class:`agentrt._turns.TurnRules` maps it), so there is exactly one
    terminal event;
 2. when asked to (``interrupt``) and the dialect can interrupt (its host codec
    is :class:`~agentrt.dialect.Interruptible`: ACP's ``session/cancel``,

@@ -90,8 +90,8 @@ from ._tap import RawTap as RawTap
 from ._tap import TapInfo as TapInfo
 from ._tap import TapSource as TapSource
 from ._turn_end import CANCEL_GRACE as CANCEL_GRACE
-from ._turn_rules import TurnProgress as TurnProgress
-from ._turn_rules import TurnRules as TurnRules
+from ._turns import TurnProgress as TurnProgress
+from ._turns import TurnRules as TurnRules
 
 __all__ = [
     "AgentProcess",
