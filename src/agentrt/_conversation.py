@@ -35,10 +35,10 @@ from ._engine import HostedProcess
 from ._fanout import CLOSE_TIMEOUT, MAX_SINK_FAILURES
 from ._launch import LaunchSpec
 from ._process import AgentProcess, ExitStatus
-from ._pump import EXIT_OUTPUT_GRACE
 from ._tap import TapSource
 from ._turn_end import end_turn as _end_turn
 from ._turns import ConversationOwner, TurnProgress, TurnRules
+from ._wire import EXIT_OUTPUT_GRACE
 from .dialect import Dialect, Turn, content_text
 from .errors import RUNTIME_FAILURE_CODES, AgentrtError
 from .events import Event, TurnCompleted, TurnFailed, TurnStarted

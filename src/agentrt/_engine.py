@@ -3,7 +3,7 @@
 :class:`HostedProcess` is what a host (a :class:`~agentrt.Conversation`, the
 FastAgent bot supervisor) builds on.  It owns the agent process
 (:func:`~agentrt._process.open_process`), its read loop
-(:class:`~agentrt._pump.Pump`), the parking of that loop while the owner is
+(:class:`~agentrt._wire.Pump`), the parking of that loop while the owner is
 idle (:class:`~agentrt._live.LiveProcess`), the first-output watch
 (:class:`~agentrt._protocol_mismatch.FirstOutputWatch`), the raw taps, and the verdict
 on the process's end.  It knows nothing of turns: the owner's policy is one
@@ -12,7 +12,7 @@ object, a :class:`ProcessOwner`, whose methods the engine calls.
 A prompt's way to the agent's stdin: the owner encodes it with
 :meth:`HostedProcess.next_codec`'s codec, :meth:`~HostedProcess.ensure`
 gives the process that will read it, :meth:`~HostedProcess.send` writes it
-(:meth:`AgentProcess.send`).
+(:meth:`Pipes.send <agentrt._wire.Pipes.send>`, the process's stdin).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Protocol
 import attrs
 import trio
 
-from ._live import LiveProcess
+from ._live import LiveProcess, pump_events
 from ._os import child_watch
 from ._process import AgentProcess, ExitStatus, ProcessSpec, open_process
 from ._protocol_mismatch import FirstOutputWatch, ProtocolProbe
-from ._pump import EXIT_OUTPUT_GRACE, Pump, PumpResult, pump_events
 from ._tap import RawTap
+from ._wire import EXIT_OUTPUT_GRACE, Pump, PumpResult
 from .dialect import HostCodec
 from .errors import AgentrtError
 from .events import Event, TurnFailed
@@ -234,7 +234,7 @@ class HostedProcess:
         if waiting is not None and self._watch is None and self._failure is None:
             probe = self._owner.probe()  # before the write: its answer may be read before this task runs on
             self._watch = FirstOutputWatch(probe, nursery=self._nursery) if probe is not None else None
-        await proc.send(data)
+        await proc.pipes.send(data)
         watch = self._watch
         if waiting is not None and watch is not None:
             watch.arm(lambda: waiting() and not proc.exited.is_set(), self._silent)

@@ -21,18 +21,22 @@ Rules (the AWP host's, made independent of how the bytes are chunked):
 The original host checks the cap on its whole buffer *before* splitting, which
 makes the outcome depend on chunk boundaries; checking per line gives the same
 answer for every chunking, which is what lets the property tests hold.
+
+The parts live where the host's read loop uses them: the cut of a raising reader
+is :class:`agentrt._wire.LineCut` (the host's stdout), the parse of each line
+:class:`agentrt._line_parse.LineParser`; a :class:`JsonlReader` is the two together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import attrs
-import orjson
 
-from ._jsonline import MALFORMED, SKIP, encode_line, lenient, parse_fragment, parse_line
-from .errors import TurnError
+from ._jsonline import encode_line, parse_fragment, parse_line
+from ._line_parse import LineParser, Malformed
+from ._wire import MAX_LINE_BYTES, LineCut, OutputOversize
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -45,23 +49,6 @@ __all__ = [
     "parse_line",
 ]
 
-MAX_LINE_BYTES = 4 * 1024 * 1024
-"""The longest stdout line accepted, in bytes (the ``\\n`` not counted)."""
-
-_HEAD_BYTES = 200
-
-_loads = orjson.loads
-
-
-@attrs.frozen
-class Malformed:
-    """A stdout line that is not JSON; it is counted, never rendered."""
-
-    count: int
-    """How many malformed lines this reader has seen so far, this one included."""
-    head: bytes
-    """The first 200 bytes of the (stripped) line, for diagnostics."""
-
 
 @attrs.frozen
 class OversizeLine:
@@ -69,24 +56,6 @@ class OversizeLine:
 
     size: int
     """Its length in bytes, the ``\\n`` not counted."""
-
-
-class OutputOversize(TurnError):
-    """A stdout line longer than :data:`MAX_LINE_BYTES` (code ``runtime_output_oversize``).
-
-    ``objects`` holds what the failing :meth:`JsonlReader.feed` call had parsed
-    from complete lines *before* the oversize one, so nothing that arrived in
-    the same chunk is lost.
-    """
-
-    objects: list[Any]
-
-    def __init__(self, objects: list[Any] | None = None) -> None:
-        super().__init__(
-            "runtime_output_oversize",
-            f"a stdout line exceeded {MAX_LINE_BYTES} bytes without a newline",
-        )
-        self.objects = objects if objects is not None else []
 
 
 class JsonlReader:
@@ -110,7 +79,7 @@ class JsonlReader:
     chunk) and yields an :class:`OversizeLine` in its place.
     """
 
-    __slots__ = ("_failed", "_fast_max", "_limit", "_loads", "_malformed", "_parts", "_pending", "_skipping")
+    __slots__ = ("_cut", "_limit", "_parse", "_parser", "_parts", "_pending", "_skipping")
 
     def __init__(
         self,
@@ -122,28 +91,25 @@ class JsonlReader:
         if on_oversize not in ("raise", "skip"):
             raise ValueError(f"on_oversize must be 'raise' or 'skip', not {on_oversize!r}")
         self._limit = max_line_bytes
-        # The one-line fast path of feed() is for the raising reader; -1 turns it off.
-        self._fast_max = max_line_bytes if on_oversize == "raise" else -1
-        # > 0: inside a skipped oversize line, this many bytes of it seen so far;
-        # None: oversize lines raise.
-        self._skipping: int | None = 0 if on_oversize == "skip" else None
-        self._loads = loads if loads is not None else _loads
-        # The unterminated tail, kept as a list of chunks so that a big line
-        # arriving in many chunks is joined once, not re-concatenated per chunk.
+        # A raising reader cuts as the host's stdout is cut; a skipping one by itself, below.
+        self._cut = LineCut(max_line_bytes) if on_oversize == "raise" else None
+        # > 0: inside a skipped oversize line, this many bytes of it seen so far.
+        self._skipping = 0
+        self._parser = LineParser(loads)
+        self._parse = self._parser.parse_lines
+        # A skipping reader's unterminated tail, as chunks (joined once, not per chunk).
         self._parts: list[bytes] = []
         self._pending = 0
-        self._malformed = 0
-        self._failed = False
 
     @property
     def malformed_count(self) -> int:
         """How many malformed lines were seen so far."""
-        return self._malformed
+        return self._parser.malformed
 
     @property
     def pending_bytes(self) -> int:
         """Bytes of the current unterminated line held in memory."""
-        return self._pending
+        return self._cut.pending_bytes if self._cut is not None else self._pending
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Parse the complete lines that ``chunk`` finishes.
@@ -154,16 +120,14 @@ class JsonlReader:
         With ``on_oversize="skip"`` an :class:`OversizeLine` marker stands for
         such a line instead.
         """
-        # Fast path, the common case of a paced agent: nothing pending and the
-        # chunk is exactly one complete line (orjson skips the trailing "\n").
-        if not self._parts:
-            last = len(chunk) - 1
-            if 0 < last <= self._fast_max and chunk.find(10) == last:
-                try:
-                    return [self._loads(chunk)]
-                except ValueError:  # orjson's and msgspec-style decode errors alike
-                    pass
-        return self._feed(chunk, self._parse)
+        cut = self._cut
+        if cut is None:
+            return self._feed_skipping(chunk)
+        try:
+            lines = cut.cut(chunk)
+        except OutputOversize as exc:
+            raise OutputOversize(self._parse(exc.objects)) from None  # the lines before it, parsed
+        return self._parse(lines)
 
     def feed_lines(self, chunk: bytes) -> list[bytes]:
         """The complete lines that ``chunk`` finishes, as bytes, unparsed (the chunk-at-a-time path).
@@ -176,15 +140,9 @@ class JsonlReader:
         it does not take to :meth:`parse` (the framing's rules for one line).
         Only for a reader that raises on oversize lines.
         """
-        if self._skipping is not None:
+        if self._cut is None:
             raise ValueError("feed_lines needs a reader with on_oversize='raise'")
-        if not self._parts:
-            last = len(chunk) - 1
-            # One complete line, as feed's fast path takes it (the "\n" kept:
-            # JSON parsers skip it as whitespace).
-            if 0 < last <= self._fast_max and chunk.find(10) == last:
-                return [chunk]
-        return self._feed(chunk, _as_lines)
+        return self._cut.cut(chunk)
 
     def parse(self, line: bytes) -> list[Any]:
         """One complete line parsed by the framing's rules: ``[]`` when blank, ``[Malformed]`` when not JSON.
@@ -193,45 +151,7 @@ class JsonlReader:
         lenient path after, exactly as :meth:`feed` parses each of its lines;
         a malformed line counts in :attr:`malformed_count`.
         """
-        obj = self._parse_slow(line)
-        return [] if obj is SKIP else [obj]
-
-    def _feed(self, chunk: bytes, parse: Callable[[list[bytes]], list[Any]]) -> list[Any]:
-        if self._skipping is not None:
-            return self._feed_skipping(chunk)
-        if self._failed:
-            raise OutputOversize()
-        limit = self._limit
-        first_nl = chunk.find(10)  # an int needle takes the single-byte path
-        if first_nl < 0:
-            if chunk:
-                self._pending += len(chunk)
-                self._parts.append(chunk)
-                if self._pending > limit:
-                    self._fail()
-            return []
-        lines = chunk.split(b"\n")
-        if self._parts:
-            if self._pending + first_nl > limit:
-                self._fail()
-            self._parts.append(lines[0])
-            lines[0] = b"".join(self._parts)
-            self._parts = []
-            self._pending = 0
-        if len(chunk) > limit:
-            # Only a chunk bigger than the cap can hold an oversize complete line
-            # (a merged first line was checked above and passes here).
-            for index in range(len(lines) - 1):
-                if len(lines[index]) > limit:
-                    self._fail(parse(lines[:index]))
-        # The last item is the unterminated tail (b"" when the chunk ends with "\n").
-        tail = lines.pop()
-        if tail:
-            if len(tail) > limit:
-                self._fail(parse(lines))
-            self._parts.append(tail)
-            self._pending = len(tail)
-        return parse(lines)
+        return self._parser.parse(line)
 
     def _feed_skipping(self, chunk: bytes) -> list[Any]:
         """``feed`` for ``on_oversize="skip"``: an oversize line becomes an :class:`OversizeLine`."""
@@ -241,7 +161,7 @@ class JsonlReader:
         while True:
             nl = chunk.find(10, start)
             piece = chunk[start:] if nl < 0 else chunk[start:nl]
-            skipping = self._skipping or 0
+            skipping = self._skipping
             size = (skipping or self._pending) + len(piece)
             if skipping or size > limit:
                 # Inside an oversize line: count it, keep none of it.
@@ -266,48 +186,12 @@ class JsonlReader:
 
     def finish(self) -> list[Any]:
         """At end of output: parse the final line if it had no newline."""
+        if self._cut is not None:
+            return self._parser.parse(self._cut.finish())
         if self._skipping:
             size, self._skipping = self._skipping, 0
             return [OversizeLine(size)]
-        if self._failed:
-            raise OutputOversize()
-        if not self._parts:
-            return []
         line = b"".join(self._parts)
         self._parts = []
         self._pending = 0
-        return self._parse([line])
-
-    def _fail(self, objects: list[Any] | None = None) -> NoReturn:
-        self._failed = True
-        # A non-empty list keeps feed() off its fast path, into the failed check.
-        self._parts = [b""]
-        self._pending = 0
-        raise OutputOversize(objects)
-
-    def _parse(self, lines: list[bytes]) -> list[Any]:
-        try:
-            # Fast path: every line is valid JSON as it stands (orjson skips JSON
-            # whitespace, including a trailing "\r", by itself); map() keeps the
-            # loop in C.  A blank line fails here and is skipped by the slow path.
-            return list(map(self._loads, lines))
-        except ValueError:
-            return [obj for line in lines if (obj := self._parse_slow(line)) is not SKIP]
-
-    def _parse_slow(self, line: bytes) -> Any:
-        if not line:
-            return SKIP
-        try:
-            return self._loads(line)
-        except ValueError:
-            pass
-        obj = lenient(line)
-        if obj is MALFORMED:
-            self._malformed += 1
-            return Malformed(self._malformed, line.strip()[:_HEAD_BYTES])
-        return obj
-
-
-def _as_lines(lines: list[bytes]) -> list[Any]:
-    # feed_lines' "parse": the lines themselves.
-    return lines
+        return self._parser.parse(line)

@@ -1,4 +1,8 @@
-"""One agent process of a conversation, read by a pump that parks while the conversation is idle.
+"""A read loop's task: parked while its conversation is idle (:class:`LiveProcess`), or one to the end.
+
+:func:`pump_events` runs a :class:`~agentrt._wire.Pump` to the end of the
+output in the caller's task (the one-call read loop of :mod:`agentrt.lowlevel`);
+where the run has no watcher, it keeps the exit grace with a timer task of its own.
 
 A thousand idle conversations should cost their parent little more than a
 thousand processes.  A task blocked on each stdout (its coroutine frames, its
@@ -23,10 +27,70 @@ from contextlib import AbstractAsyncContextManager
 
 import trio
 
+from ._exception_groups import collapse_single_group
 from ._process import AgentProcess
-from ._pump import Pump, PumpResult
+from ._wire import EXIT_OUTPUT_GRACE, Pump, PumpResult
+from .dialect import HostCodec
+from .errors import AgentrtError
+from .events import Event
 
-__all__ = ["LiveProcess"]
+__all__ = ["LiveProcess", "pump_events"]
+
+
+async def pump_events(
+    proc: AgentProcess,
+    codec: HostCodec,
+    on_events: Callable[[list[Event]], Awaitable[None]],
+    *,
+    on_oversize: Callable[[list[Event]], Awaitable[bool]],
+    on_send_error: Callable[[AgentrtError], Awaitable[None]] | None = None,
+    exit_grace: float = EXIT_OUTPUT_GRACE,
+) -> PumpResult:
+    """Read ``proc``'s stdout until it ends, handing each chunk's events to ``on_events``.
+
+    * A chunk's complete lines go to the codec's one decode method,
+      :meth:`~agentrt.dialect.HostCodec.decode_lines`, as bytes; the lines it
+      does not take itself are parsed by the framing and given to
+      :meth:`~agentrt.dialect.HostCodec.decode`, and a line that is not JSON
+      is a ``malformed_output_line`` diagnostic in its place.  ``on_events``
+      gets one list per chunk that completed a line, in order (possibly
+      empty: lines that decode to nothing).
+    * A line past :data:`~agentrt.lowlevel.MAX_LINE_BYTES`: ``on_oversize``
+      gets the events of the lines before it in the same chunk and answers
+      whether to read on (with fresh framing, the rest of the long line then
+      arriving as ordinary lines) or to stop (the tail is then not decoded).
+    * After each decoded chunk, what the codec owes the agent
+      (:meth:`~agentrt.dialect.HostCodec.drain_output`) is written; a write
+      failure goes to ``on_send_error`` (raised when there is none).
+    * At end of output the unterminated last line and the codec's
+      :meth:`~agentrt.dialect.HostCodec.finish` events are handed over.
+    * Once the process has exited, reading ends ``exit_grace`` seconds later
+      at the latest (:meth:`AgentProcess.end_output`).
+    """
+    pump = Pump(proc, codec, on_events, on_oversize=on_oversize, on_send_error=on_send_error, exit_grace=exit_grace)
+    if pump.timed_by_watcher:
+        result = await pump.run()
+        assert result is not None
+        return result
+    cut = False
+
+    async def end_output_after_exit() -> None:
+        # Races the exit against end of output without a cost per chunk: the
+        # loop reads on undisturbed until the grace after the exit is over.
+        nonlocal cut
+        await proc.exited.wait()
+        await trio.sleep(exit_grace)
+        cut = True
+        await proc.end_output()
+
+    with collapse_single_group():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(end_output_after_exit)
+            try:
+                oversize = await pump.read(None)
+            finally:
+                nursery.cancel_scope.cancel()
+    return PumpResult(eof=not cut and not oversize, oversize=bool(oversize))
 
 
 class LiveProcess:

@@ -3,9 +3,11 @@
 :func:`open_process` spawns the child (never through a shell, in its own
 process group, with exactly the given environment, dying with its owner on
 Linux: see :mod:`agentrt._os.spawn`), drains its stderr into a
-bounded buffer and watches for its exit.  The caller reads stdout itself with
-:meth:`AgentProcess.receive_some` (its read loop is the pump: no intermediate
-channel, no extra copy).  Leaving the context always stops the child with a
+bounded buffer and watches for its exit.  Its stdin and stdout are a
+:class:`~agentrt._wire.Pipes` (:attr:`AgentProcess.pipes`), which the host's
+engine writes and its read loop reads directly (no intermediate channel, no
+extra copy); :meth:`AgentProcess.send` and :meth:`AgentProcess.receive_some`
+are the same calls.  Leaving the context always stops the child with a
 bounded escalation (shutdown line, close stdin, SIGTERM to the group, SIGKILL
 to the group), reaps it and closes every pipe.
 
@@ -32,17 +34,9 @@ from ._os.spawn_process import LinuxProcess as _LinuxProcess
 from ._process_events import ChildEvents, SyncClosable, fileno_of
 from ._process_types import ExitStatus, ProcessSpec, spawn
 from ._tap import RawTap
-from .errors import AgentrtError
+from ._wire import READ_SIZE, Pipes
 
 __all__ = ["ProcessSpec", "ExitStatus", "AgentProcess", "open_process", "READ_SIZE"]
-
-READ_SIZE = 64 * 1024
-"""Bytes asked for per stdout read.
-
-A default Linux pipe holds 64 KiB, so larger reads gain little; and a 256 KiB
-read buffer crosses glibc's mmap threshold, which made every *small* read cost
-~8 µs instead of ~0.5 µs in our measurements (tests/core/bench_process.py).
-"""
 
 _KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the exit before giving up
 _DRAIN_WAIT = 0.5  # after the exit, how long stderr may take to reach EOF
@@ -61,10 +55,9 @@ class AgentProcess:
     """Set once the child has exited (:attr:`exit_status` is then known)."""
     exit_status: ExitStatus | None
     """How it ended, once :attr:`exited` is set."""
-    tap: RawTap | None
-    """When set, gets every stdout chunk :meth:`receive_some` returns (before anyone decodes it)
-    and every write to stdin once written (:meth:`send` and the shutdown line), in order; it is
-    closed when the :func:`open_process` context is left.  See :class:`~agentrt.lowlevel.RawTap`."""
+    pipes: Pipes
+    """Its stdin and stdout as the host's engine and read loop use them (:meth:`send`,
+    :meth:`receive_some` and :meth:`stdout_fileno` are theirs)."""
 
     def __init__(self, proc: OwnedProcess, spec: ProcessSpec) -> None:
         self._proc = proc
@@ -72,23 +65,28 @@ class AgentProcess:
         self.pid = proc.pid
         self.exited = trio.Event()
         self.exit_status = None
-        self.tap = None
         self._requested = False
         self._reaped = False
-        self._output_ended = False
         self._output_cut = False
         self._exit_grace: float | None = None  # end_output_after_exit's grace, once asked
         self._exit_wake: Callable[[], None] | None = None  # call_on_exit's callback
         self._stopping: trio.Event | None = None
-        self._send_lock: trio.Lock | None = None  # made on first send: a lock per idle child adds up
         assert proc.stdout is not None and proc.stderr is not None
-        self._stdout = proc.stdout
-        # Asked per read while output is bulk: the capability is checked once, here.
-        self._stdout_fileno = fileno_of(proc.stdout)
-        self._stdin = proc.stdin
+        self.pipes = Pipes(proc.stdin, proc.stdout, fileno_of(proc.stdout))
         self._events = ChildEvents(proc, proc.stderr, stderr_limit=spec.stderr_limit, exited=self._child_exited)
 
     # --- caller API -----------------------------------------------------------------
+
+    @property
+    def tap(self) -> RawTap | None:
+        """When set, gets every stdout chunk :meth:`receive_some` returns (before anyone decodes it)
+        and every write to stdin once written (:meth:`send` and the shutdown line), in order; it is
+        closed when the :func:`open_process` context is left.  See :class:`~agentrt.lowlevel.RawTap`."""
+        return self.pipes.tap
+
+    @tap.setter
+    def tap(self, tap: RawTap | None) -> None:
+        self.pipes.tap = tap
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin: one attempt, never retried.
@@ -96,41 +94,15 @@ class AgentProcess:
         Raises ``stdin_unavailable`` if stdin is closed, was never a pipe, or the
         child stopped reading (broken pipe).
         """
-        stdin = self._stdin
-        if stdin is None or self._stopping is not None:
-            raise AgentrtError("stdin_unavailable", "the agent's stdin is closed")
-        if self._send_lock is None:
-            self._send_lock = trio.Lock()
-        async with self._send_lock:
-            try:
-                await stdin.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                raise AgentrtError("stdin_unavailable", "the agent's stdin is closed") from None
-            tap = self.tap
-            if tap is not None:
-                tap.agent_input(data)
+        await self.pipes.send(data)
 
     async def receive_some(self, max_bytes: int = READ_SIZE) -> bytes:
         """The next stdout chunk (at most ``max_bytes``); ``b""`` at end of output."""
-        try:
-            data = await self._stdout.receive_some(max_bytes)
-        except trio.BrokenResourceError:
-            return b""
-        except trio.ClosedResourceError:
-            if self._output_ended:
-                return b""
-            raise
-        if type(data) is not bytes:
-            data = bytes(data)
-        tap = self.tap
-        if tap is not None and data:
-            tap.agent_output(data)
-        return data
+        return await self.pipes.receive_some(max_bytes)
 
     def stdout_fileno(self) -> int | None:
         """The stdout pipe's file descriptor (to tune the pipe), ``None`` when the stream has none."""
-        fileno = self._stdout_fileno
-        return fileno() if fileno is not None else None
+        return self.pipes.stdout_fileno()
 
     async def end_output(self) -> None:
         """Stop reading stdout: pending and later :meth:`receive_some` calls return ``b""``.
@@ -140,9 +112,9 @@ class AgentProcess:
         """
         if self._end_output_now():
             return
-        self._output_ended = True
+        self.pipes.ended = True
         with trio.CancelScope(shield=True):
-            await self._stdout.aclose()
+            await self.pipes.stdout.aclose()
 
     def end_output_after_exit(self, grace: float) -> bool:
         """Once the child has exited, end the output (:meth:`end_output`) ``grace`` seconds later.
@@ -173,7 +145,7 @@ class AgentProcess:
         is no watcher or the output has already ended: read on instead.
         """
         events = self._events
-        if events.watcher is None or self._output_ended or events.parked:
+        if events.watcher is None or self.pipes.ended or events.parked:
             return False
         fd = self.stdout_fileno()
         if fd is None or fd < 0:
@@ -199,10 +171,7 @@ class AgentProcess:
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (it sees EOF); idempotent."""
-        stdin, self._stdin = self._stdin, None
-        if stdin is not None:
-            with trio.CancelScope(shield=True):
-                await stdin.aclose()
+        await self.pipes.close_stdin()
 
     def send_signal(self, sig: int) -> None:
         """Send ``sig`` to the child's whole process group (no-op once reaped)."""
@@ -228,6 +197,7 @@ class AgentProcess:
                 await self._stopping.wait()
             else:
                 self._stopping = trio.Event()
+                self.pipes.refusing = True  # a send now would race the shutdown line and the close
                 try:
                     await self._escalate()
                 finally:
@@ -274,11 +244,12 @@ class AgentProcess:
         """Watched children: end the output at once (sync, for a timer); False where not watched."""
         if self._events.watcher is None:
             return False
-        if not self._output_ended:
-            self._output_ended = True
+        pipes = self.pipes
+        if not pipes.ended:
+            pipes.ended = True
             wake = self._events.unpark()
             # Closing wakes a pending read (it then returns b""); a parked reader is woken instead.
-            stdout = self._stdout
+            stdout = pipes.stdout
             assert isinstance(stdout, SyncClosable)
             stdout.close()
             if wake is not None:
@@ -286,7 +257,7 @@ class AgentProcess:
         return True
 
     def _cut_output(self) -> None:
-        if not self._output_ended and self._events.watcher is not None:
+        if not self.pipes.ended and self._events.watcher is not None:
             self._output_cut = True
             self._end_output_now()
 
@@ -301,16 +272,16 @@ class AgentProcess:
         spec = self._spec
         if not self.exited.is_set():
             self._requested = True
-            sending = self._send_lock is not None and self._send_lock.locked()
-            if spec.shutdown_line and self._stdin is not None and not sending:
+            pipes = self.pipes
+            if spec.shutdown_line and pipes.stdin is not None and not pipes.sending:
                 with trio.move_on_after(spec.shutdown_grace):
                     try:
-                        await self._stdin.send_all(spec.shutdown_line)
+                        await pipes.stdin.send_all(spec.shutdown_line)
                     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                         pass  # it is already gone or not reading: escalate
                     else:
-                        if self.tap is not None:
-                            self.tap.agent_input(spec.shutdown_line)
+                        if pipes.tap is not None:
+                            pipes.tap.agent_input(spec.shutdown_line)
             await self.close_stdin()
             with trio.move_on_after(spec.shutdown_grace):
                 await self.exited.wait()
@@ -350,9 +321,9 @@ async def _close_pipes(agent: AgentProcess) -> None:
     # The process is done with: nothing more is read or written; its tap is closed with it.
     with trio.CancelScope(shield=True):
         await agent.close_stdin()
-        await agent._stdout.aclose()
+        await agent.pipes.stdout.aclose()
         await agent._events.close_stderr()
-    tap, agent.tap = agent.tap, None
+    tap, agent.pipes.tap = agent.pipes.tap, None
     if tap is not None:
         tap.close()
 

@@ -71,6 +71,8 @@ from ._framing import OversizeLine as OversizeLine
 from ._framing import encode_line as encode_line
 from ._framing import parse_fragment as parse_fragment
 from ._framing import parse_line as parse_line
+from ._line_parse import MALFORMED_LINE as MALFORMED_LINE
+from ._live import pump_events as pump_events
 from ._os.spawn import DEATH_SIGNAL_SUPPORTED as DEATH_SIGNAL_SUPPORTED
 from ._os.spawn import OwnedProcess as OwnedProcess
 from ._os.spawn import open_owned_process as open_owned_process
@@ -82,16 +84,14 @@ from ._process import ExitStatus as ExitStatus
 from ._process import ProcessSpec as ProcessSpec
 from ._process import open_process as open_process
 from ._protocol_mismatch import ProtocolProbe as ProtocolProbe
-from ._pump import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
-from ._pump import MALFORMED_LINE as MALFORMED_LINE
-from ._pump import PumpResult as PumpResult
-from ._pump import pump_events as pump_events
 from ._tap import RawTap as RawTap
 from ._tap import TapInfo as TapInfo
 from ._tap import TapSource as TapSource
 from ._turn_end import CANCEL_GRACE as CANCEL_GRACE
 from ._turns import TurnProgress as TurnProgress
 from ._turns import TurnRules as TurnRules
+from ._wire import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
+from ._wire import PumpResult as PumpResult
 
 __all__ = [
     "AgentProcess",

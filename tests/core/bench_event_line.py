@@ -37,7 +37,7 @@ from bench._rounds import Figures, interleave, load_text, print_summary, summari
 
 def _decode(blob: bytes) -> list[Any]:
     from agentrt import Plugins
-    from agentrt._pump import decode_objects
+    from agentrt._line_parse import decode_objects
     from agentrt.lowlevel import JsonlReader
 
     codec = Plugins(autoload=True, env={"AGENTRT_LOAD_PLUGINS": "stream-json"}).dialect("stream-json").host_codec()

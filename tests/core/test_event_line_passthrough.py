@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from agentrt._eventjson import event_line
 from agentrt._json.fragment_passthrough import BUDGET, fragment_bytes
 from agentrt._json.lazy_fields import stored_getter
+from agentrt._line_parse import decode_objects
 from agentrt._plugins import Plugins
-from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment
 from agentrt.events import ToolResult, ToolUse, to_json
 from agentrt.lowlevel import JsonlReader, parse_fragment

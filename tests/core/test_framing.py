@@ -347,8 +347,8 @@ def _typed_loader() -> Any:
 
 
 def test_lone_surrogate_in_a_typed_delta_line_is_repaired_on_both_paths() -> None:
+    from agentrt._line_parse import decode_objects
     from agentrt._plugins import Plugins
-    from agentrt._pump import decode_objects
 
     line = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \\ud83d"}}'
     want = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi \ufffd"}}

@@ -23,8 +23,8 @@ import pytest
 
 from agentrt._eventjson import event_line, lines_parts
 from agentrt._json.lazy_fields import JsonFragment, stored_getter
+from agentrt._line_parse import decode_objects
 from agentrt._plugins import Plugins
-from agentrt._pump import decode_objects
 from agentrt.events import TextDelta, ToolResult, ToolUse, to_json
 from agentrt.lowlevel import JsonlReader
 

@@ -54,7 +54,7 @@ async def test_a_prompt_reaches_stdin_in_at_most_ten_hops_over_four_files(tmp_pa
             nonlocal written
             if event != "call" or written:
                 return
-            if frame.f_code.co_name == "send_all" and hops and hops[-1].endswith("AgentProcess.send"):
+            if frame.f_code.co_name == "send_all" and hops and hops[-1].endswith("Pipes.send"):
                 written = True  # the stdin write itself: the path ends here
                 return
             hop = _hop(frame)
@@ -71,7 +71,7 @@ async def test_a_prompt_reaches_stdin_in_at_most_ten_hops_over_four_files(tmp_pa
             finally:
                 sys.setprofile(None)
     assert written, hops
-    assert hops[0] == "_conversation.py:Conversation.send" and hops[-1] == "_process.py:AgentProcess.send", hops
+    assert hops[0] == "_conversation.py:Conversation.send" and hops[-1] == "_wire.py:Pipes.send", hops
     assert len(hops) <= 10, "\n".join(hops)
     files = {hop.split(":")[0] for hop in hops}
-    assert len(files) <= 4, files  # the conversation, the engine, the process and the dialect's codec
+    assert len(files) <= 4, files  # the conversation, the engine, the wire and the dialect's codec

@@ -236,6 +236,10 @@ class _ScriptedStdout:
     def stdout_fileno(self) -> int:
         return self._r
 
+    @property
+    def pipes(self) -> _ScriptedStdout:
+        return self  # the process and its pipes in one: the pump reads through ``proc.pipes``
+
     def end_output_after_exit(self, grace: float) -> bool:
         return False
 
@@ -256,7 +260,7 @@ def _lines_of(size: int, start: int) -> bytes:
 
 
 async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pipe_runs_dry() -> None:
-    from agentrt._pump import Pump
+    from agentrt._wire import Pump
     from agentrt.lowlevel import READ_SIZE
 
     full = _lines_of(READ_SIZE, 0) + b'{"n":-1}\n' * 40  # longer than a read: the read is full
@@ -291,7 +295,7 @@ async def test_a_parkable_pump_reads_on_through_full_reads_and_parks_when_the_pi
 async def test_a_burst_that_ends_on_a_full_read_still_lets_the_pump_park() -> None:
     # The last read of a burst can be exactly as long as asked: the pipe, asked, holds nothing,
     # so the pump parks there rather than wait in a read with a task of its own.
-    from agentrt._pump import Pump
+    from agentrt._wire import Pump
     from agentrt.lowlevel import READ_SIZE
 
     exact = _lines_of(READ_SIZE, 0)
@@ -315,18 +319,18 @@ async def test_a_burst_that_ends_on_a_full_read_still_lets_the_pump_park() -> No
 async def test_a_busy_owner_spares_the_pipe_its_question_after_full_reads(monkeypatch: Any) -> None:
     # While a turn is in flight the pump cannot park, so asking the pipe after each full
     # read (an ioctl per read of a long turn) is for nothing: ``idle`` says so first.
-    from agentrt import _pump
-    from agentrt._pump import Pump
+    from agentrt import _wire
+    from agentrt._wire import Pump
     from agentrt.lowlevel import READ_SIZE
 
     asked: list[int] = []
-    real = _pump._drained
+    real = _wire.drained
 
     def drained(fd: int | None) -> bool:
         asked.append(len(stdout.reads))
         return real(fd)
 
-    monkeypatch.setattr(_pump, "_drained", drained)
+    monkeypatch.setattr(_wire, "drained", drained)
     burst = _lines_of(2 * READ_SIZE, 0) + b'{"n":-1}\n' * 4000
     stdout = _ScriptedStdout([burst[:READ_SIZE], burst[READ_SIZE : 2 * READ_SIZE], burst[2 * READ_SIZE :]])
     assert len(burst) - 2 * READ_SIZE < READ_SIZE

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from agentrt._pump import BULK_READ_SIZE
+from agentrt._wire import BULK_READ_SIZE
 from agentrt.events import Event, Status
 from agentrt.lowlevel import READ_SIZE, ProcessSpec, open_process, pump_events
 
@@ -90,13 +90,17 @@ async def test_bulk_output_grows_the_pipe_and_reads_big_lines_in_big_chunks_unti
             assert await sync.receive_some(5) == b"full\n"  # the pipe holds READ_SIZE bytes now
             fd = proc.stdout_fileno()
             assert fd is not None and _pipe_size(fd) == READ_SIZE
-            real_receive = proc.receive_some
+            stream = proc.pipes.stdout
 
-            async def receive_some(max_bytes: int = READ_SIZE) -> bytes:
-                asked.append(max_bytes)
-                return await real_receive(max_bytes)
+            class Counting:  # the stdout stream, each read's size noted: what the pump asked for
+                async def receive_some(self, max_bytes: int) -> bytes:
+                    asked.append(max_bytes)
+                    return bytes(await stream.receive_some(max_bytes))
 
-            proc.receive_some = receive_some  # type: ignore[method-assign]
+                def __getattr__(self, name: str) -> Any:
+                    return getattr(stream, name)
+
+            proc.pipes.stdout = Counting()  # type: ignore[assignment]
 
             async def on_events(events: list[Event]) -> None:
                 labels.extend(ev.label for ev in events if isinstance(ev, Status) and ev.kind == "line")

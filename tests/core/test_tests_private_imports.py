@@ -24,11 +24,11 @@ LIMIT = 40
 
 #: (test file, private module it imports) -> why the test looks inside on purpose.
 WHITE_BOX: dict[tuple[str, str], str] = {
-    ("plugins/agentrt-acp/tests/test_acp_codec.py", "agentrt._pump"):
+    ("plugins/agentrt-acp/tests/test_acp_codec.py", "agentrt._line_parse"):
         "the core's per-object decode step (decode_objects) drives the host codec over captures, with no process",
-    ("plugins/agentrt-acp/tests/test_acp_decode_lines.py", "agentrt._pump"):
+    ("plugins/agentrt-acp/tests/test_acp_decode_lines.py", "agentrt._line_parse"):
         "ACP's chunked decode_lines is held equal to the core's plain decode (decode_objects)",
-    ("plugins/agentrt-stream-json/tests/test_stream_json_memory.py", "agentrt._pump"):
+    ("plugins/agentrt-stream-json/tests/test_stream_json_memory.py", "agentrt._line_parse"):
         "what the host keeps between lines is measured through the core's plain decode (decode_objects)",
     ("tests/dialects/test_acp_bridge_hosted.py", "agentrt_acp._setup"):
         "the session set-up requests the bridge relies on, unit by unit, beside the bridge's own tests",
@@ -104,14 +104,14 @@ def _found() -> collections.Counter[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("source", "own", "expected"),
     [
-        ("from agentrt._pump import decode_objects\n", {"agentrt_acp"}, ["agentrt._pump"]),
+        ("from agentrt._line_parse import decode_objects\n", {"agentrt_acp"}, ["agentrt._line_parse"]),
         ("import agentrt.testing._pids\n", {"agentrt_web"}, ["agentrt.testing._pids"]),
         ("from agentrt_acp._agent import AcpAgentCodec\n", {"agentrt"}, ["agentrt_acp._agent"]),
         ("from agentrt_web import _security\n", {"agentrt_sqlite"}, ["agentrt_web._security"]),
         ("def f():\n    from agentrt_sqlite._store import S\n", {"agentrt"}, ["agentrt_sqlite._store"]),
         ("importlib.import_module('agentrt_tui._sink')\n", {"agentrt"}, ["agentrt_tui._sink"]),
         ("from agentrt_acp._agent import AcpAgentCodec\n", {"agentrt_acp"}, []),
-        ("from agentrt._pump import decode_objects\n", {"agentrt"}, []),
+        ("from agentrt._line_parse import decode_objects\n", {"agentrt"}, []),
         ("from agentrt.lowlevel import JsonlReader\nfrom agentrt_sqlite.api import SqliteSink\n", {"agentrt_web"}, []),
         ("from agentrt import __version__\nimport trio._core\n", {"agentrt_web"}, []),
     ],

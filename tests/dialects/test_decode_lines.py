@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrt._pump import decode_objects
+from agentrt._line_parse import decode_objects
 from agentrt.dialect import HostCodec, make_text_delta, text_delta_slots
 from agentrt.events import TextDelta, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, OutputOversize

@@ -15,8 +15,8 @@ import pytest
 
 from agentrt._eventjson import event_line
 from agentrt._json import lazy_fields as _lazyjson
+from agentrt._line_parse import decode_objects
 from agentrt._plugins import Plugins
-from agentrt._pump import decode_objects
 from agentrt.dialect import JsonFragment
 from agentrt.events import Diagnostic, ToolResult, ToolUse, from_json, to_json
 from agentrt.lowlevel import JsonlReader, Malformed, parse_fragment

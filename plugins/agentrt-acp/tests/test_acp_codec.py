@@ -404,7 +404,7 @@ TYPED_CASES = [
 
 @pytest.mark.parametrize("loaded", [False, True], ids=["plain", "replaying"])
 def test_typed_chunk_lines_give_the_plain_events(loaded: bool) -> None:
-    from agentrt._pump import decode_objects
+    from agentrt._line_parse import decode_objects
     from agentrt.lowlevel import JsonlReader, Malformed
 
     blob = (

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrt._pump import decode_objects
+from agentrt._line_parse import decode_objects
 from agentrt.dialect import Turn
 from agentrt.events import Event, TextDelta
 from agentrt.lowlevel import JsonlReader, Malformed

@@ -21,7 +21,7 @@ import trio
 
 from agentrt import get_plugins
 from agentrt.events import Event, EventBatch, TurnCompleted, TurnFailed, TurnStarted
-from agentrt.lowlevel import ProcessSpec, RawTap, TapInfo, TurnRules, open_process, pump_events
+from agentrt.lowlevel import ProcessSpec, TapInfo, TurnRules, open_process, pump_events
 from agentrt_sqlite._encode import encode_event
 from agentrt_sqlite._replay import replay
 from agentrt_sqlite._sink import SqliteSink
@@ -33,23 +33,6 @@ CLAUDE = sorted((PLUGINS / "agentrt-stream-json" / "tests" / "captures" / "claud
 ACP = sorted((PLUGINS / "agentrt-acp" / "tests" / "captures" / "acp").glob("*.stdout.jsonl"))
 CAPTURES = [("stream-json", p) for p in CLAUDE] + [("acp", p) for p in ACP]
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-
-
-class _Tapped:
-    """The child process as the host loop sees it, every chunk read also handed to the tap."""
-
-    def __init__(self, proc: Any, tap: RawTap) -> None:
-        self._proc = proc
-        self._tap = tap
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._proc, name)
-
-    async def receive_some(self, size: int) -> bytes:
-        chunk: bytes = await self._proc.receive_some(size)
-        if chunk:
-            self._tap.agent_output(chunk)
-        return chunk
 
 
 async def _live(sink: SqliteSink, dialect: str, capture: Path, conversation: str) -> list[Event]:
@@ -97,8 +80,9 @@ async def _live(sink: SqliteSink, dialect: str, capture: Path, conversation: str
     async with open_process(spec) as proc:
         tap = sink.open_tap(TapInfo(conversation_id=conversation, dialect=dialect, process=1, pid=proc.pid))
         assert tap is not None
+        proc.tap = tap  # every chunk read goes to the transcript before it is decoded
         await begin()
-        await pump_events(_Tapped(proc, tap), codec, on_events, on_oversize=on_oversize)
+        await pump_events(proc, codec, on_events, on_oversize=on_oversize)
         status = await proc.wait()
         await dispatch(rules.at_exit(status))
         tap.close()

@@ -8,7 +8,7 @@ import tracemalloc
 import orjson
 
 from agentrt import Plugins
-from agentrt._pump import decode_objects
+from agentrt._line_parse import decode_objects
 from agentrt.events import Diagnostic, Event, TextDelta
 from agentrt.lowlevel import JsonlReader
 

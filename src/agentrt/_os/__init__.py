@@ -22,6 +22,9 @@ through a few calls.  What each module holds:
 ``fdwrite``
     Writing to a descriptor from the trio thread without a worker thread per
     write (``pwritev2(RWF_NOWAIT)``, then ``wait_writable``).
+``pipe_size``
+    A pipe's fill (``FIONREAD``) and size (``F_GETPIPE_SZ``/``F_SETPIPE_SZ``),
+    which the host's read loop asks before parking and grows for bulk output.
 ``gc_tuning`` / ``malloc_tuning``
     The collector and allocator settings ``agentrt`` applies to a process
     that streams agent output (public as :func:`agentrt.tune_gc` and

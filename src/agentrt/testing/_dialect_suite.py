@@ -299,7 +299,7 @@ def _check_fast_path(name: str, instance: Dialect, values: list[Any], scripts: S
 
     def read_lines(size: int) -> list[tuple[str, Any]]:
         # The host path, as the pump takes it (the default decode_lines too).
-        from .._pump import decode_objects
+        from .._line_parse import decode_objects
 
         codec = instance.host_codec()
         reader = JsonlReader()
