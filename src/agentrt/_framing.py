@@ -79,7 +79,7 @@ class JsonlReader:
     chunk) and yields an :class:`OversizeLine` in its place.
     """
 
-    __slots__ = ("_cut", "_limit", "_parse", "_parser", "_parts", "_pending", "_skipping")
+    __slots__ = ("_cut", "_cut_lines", "_limit", "_parse", "_parser", "_parts", "_pending", "_skipping")
 
     def __init__(
         self,
@@ -93,6 +93,7 @@ class JsonlReader:
         self._limit = max_line_bytes
         # A raising reader cuts as the host's stdout is cut; a skipping one by itself, below.
         self._cut = LineCut(max_line_bytes) if on_oversize == "raise" else None
+        self._cut_lines = self._cut.cut if self._cut is not None else None  # bound once: feed is per chunk
         # > 0: inside a skipped oversize line, this many bytes of it seen so far.
         self._skipping = 0
         self._parser = LineParser(loads)
@@ -120,11 +121,11 @@ class JsonlReader:
         With ``on_oversize="skip"`` an :class:`OversizeLine` marker stands for
         such a line instead.
         """
-        cut = self._cut
+        cut = self._cut_lines
         if cut is None:
             return self._feed_skipping(chunk)
         try:
-            lines = cut.cut(chunk)
+            lines = cut(chunk)
         except OutputOversize as exc:
             raise OutputOversize(self._parse(exc.objects)) from None  # the lines before it, parsed
         return self._parse(lines)

@@ -72,7 +72,10 @@ class LineParser:
         try:
             # Fast path: every line is valid JSON as it stands (orjson skips JSON
             # whitespace, including a trailing "\r", by itself); map() keeps the
-            # loop in C.  A blank line fails here and is skipped by the slow path.
+            # loop in C, but costs more than the parse for a paced agent's one line.
+            # A blank line fails here and is skipped by the slow path.
+            if len(lines) == 1:
+                return [self._loads(lines[0])]
             return list(map(self._loads, lines))
         except ValueError:
             return [obj for line in lines if (obj := self._one(line)) is not SKIP]
