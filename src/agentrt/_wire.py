@@ -249,7 +249,7 @@ class LineCut:
 
 @attrs.frozen
 class PumpResult:
-    """How :func:`pump_events` ended."""
+    """How a read loop ended (:meth:`Pump.run`, :func:`~agentrt._live.pump_events`)."""
 
     eof: bool
     """Stdout ended by itself (False: cut off ``exit_grace`` after the exit, or stopped at an oversize line)."""
