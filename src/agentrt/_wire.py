@@ -45,12 +45,8 @@ __all__ = [
 ]  # fmt: skip
 
 READ_SIZE = 64 * 1024
-"""Bytes asked for per stdout read.
-
-A default Linux pipe holds 64 KiB, so larger reads gain little; and a 256 KiB
-read buffer crosses glibc's mmap threshold, which made every *small* read cost
-~8 µs instead of ~0.5 µs in our measurements (tests/core/bench_process.py).
-"""
+"""Bytes asked for per stdout read: a default Linux pipe holds 64 KiB, and a 256 KiB read buffer crosses glibc's
+mmap threshold, which made every *small* read cost ~8 µs instead of ~0.5 µs (tests/core/bench_process.py)."""
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The longest stdout line accepted, in bytes (the ``\\n`` not counted)."""
@@ -61,10 +57,8 @@ EXIT_OUTPUT_GRACE = 2.0
 BULK_READ_SIZE = 256 * 1024
 """The stdout pipe size, and read size, asked for once the agent's output fills whole reads.
 
-Measured on the 100k-line bench mix: 256 KiB cut the host's CPU by about a
-sixth against 64 KiB; 1 MiB chunks no longer fit the CPU caches and cost more
-to split and decode than the reads they save.
-"""
+On the 100k-line bench mix 256 KiB cut the host's CPU by a sixth against 64 KiB; 1 MiB chunks no
+longer fit the CPU caches and cost more to split and decode than the reads they save."""
 
 # Bulk reads are for big lines (a file in a tool result): past BULK_READ_SIZE /
 # _BULK_LINE_BYTES lines per chunk the batches of small events live long enough
