@@ -44,7 +44,8 @@ def _hop(frame: FrameType) -> str | None:
     return f"{os.path.basename(code.co_filename)}:{code.co_qualname}"
 
 
-async def test_a_prompt_reaches_stdin_in_at_most_ten_hops_over_four_files(tmp_path: Path) -> None:
+async def trace_prompt(tmp_path: Path) -> list[str]:
+    """The prompt's hops, in order, from ``Conversation.send`` to the stdin write."""
     async with open_conversation(launch(tmp_path), plugins=PLUGINS, parent_env=ENV) as conv:
         await conv.ask("warm")  # the process runs: the path of a turn, not of a spawn
         hops: list[str] = []
@@ -71,6 +72,11 @@ async def test_a_prompt_reaches_stdin_in_at_most_ten_hops_over_four_files(tmp_pa
             finally:
                 sys.setprofile(None)
     assert written, hops
+    return hops
+
+
+async def test_a_prompt_reaches_stdin_in_at_most_ten_hops_over_four_files(tmp_path: Path) -> None:
+    hops = await trace_prompt(tmp_path)
     assert hops[0] == "_conversation.py:Conversation.send" and hops[-1] == "_wire.py:Pipes.send", hops
     assert len(hops) <= 10, "\n".join(hops)
     files = {hop.split(":")[0] for hop in hops}
