@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .test_browser_approval import _env, _say, _thread
+from .conftest import new_thread, say
+from .test_browser_approval import _env
 
 DONE = "() => document.querySelectorAll('.msg.assistant:not(.streaming) .reply p').length === {n}"
 
@@ -23,9 +24,9 @@ def test_always_approves_now_and_the_same_request_later_and_logs_follow_a_rename
     env = _env(tmp_path, agent)
     srv = server_factory(env, "-a", "claude", "--no-bots")
     page = browser.new_page()
-    name = _thread(page, srv.url)
+    name = new_thread(page, srv.url)
 
-    _say(page, "first")
+    say(page, "first")
     card = page.locator(".approval").last
     card.locator(".question").wait_for()
     # Always sits beside Approve and Deny.
@@ -38,7 +39,7 @@ def test_always_approves_now_and_the_same_request_later_and_logs_follow_a_rename
     assert card.locator(".note").inner_text() == "Approved (always, in this thread)"
 
     # The same request again: allowed without a card.
-    _say(page, "second")
+    say(page, "second")
     page.wait_for_function(DONE.format(n=2))
     assert page.locator(".msg.assistant").last.locator(".reply").inner_text().strip() == "allowed:git status --short"
     assert page.locator(".approval").count() == 1

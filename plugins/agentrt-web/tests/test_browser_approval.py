@@ -14,7 +14,7 @@ from typing import Any
 
 from agentrt_stream_json import fixture_agent
 
-from .conftest import base_env
+from .conftest import base_env, new_thread, say
 
 FIXTURE = Path(fixture_agent.__file__)
 QUESTION = "Allow Bash?"
@@ -35,26 +35,13 @@ def _env(tmp: Path, agent: Path) -> dict[str, str]:
     return env
 
 
-def _thread(page: Any, url: str) -> str:
-    page.goto(url + "/")
-    page.click("#new-thread")
-    page.wait_for_url("**/threads/*")
-    page.wait_for_selector("#prompt")
-    return str(page.url.rsplit("/", 1)[1])
-
-
-def _say(page: Any, text: str) -> None:
-    page.fill("#prompt", text)
-    page.click("#send")
-
-
 def test_approve_and_deny_buttons_answer_the_agent(tmp_path: Path, agent: Path, server_factory: Any,
                                                    browser: Any) -> None:
     srv = server_factory(_env(tmp_path, agent), "-a", "claude", "--no-bots")
     page = browser.new_page()
-    name = _thread(page, srv.url)
+    name = new_thread(page, srv.url)
 
-    _say(page, "first")
+    say(page, "first")
     card = page.locator(".approval").last
     card.locator(".question").filter(has_text=QUESTION).wait_for()
     assert card.locator(".summary").inner_text() == "git status --short"
@@ -64,7 +51,7 @@ def test_approve_and_deny_buttons_answer_the_agent(tmp_path: Path, agent: Path, 
     assert card.locator(".note").inner_text() == "Approved"
     assert card.locator("button").count() == 0
 
-    _say(page, "second")
+    say(page, "second")
     page.locator(".approval").nth(1).locator("button.deny").click()
     page.wait_for_function("() => document.querySelectorAll('.msg.assistant:not(.streaming) .reply p').length === 2")
     reply = page.locator(".msg.assistant").last.locator(".reply").inner_text().strip()
@@ -81,8 +68,8 @@ def test_an_unanswered_card_times_out_to_deny_with_a_note(tmp_path: Path, agent:
                                                           browser: Any) -> None:
     srv = server_factory(_env(tmp_path, agent), "-a", "claude", "--no-bots", "--ask-timeout", "1")
     page = browser.new_page()
-    _thread(page, srv.url)
-    _say(page, "go")
+    new_thread(page, srv.url)
+    say(page, "go")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply p")
     reply = page.locator(".msg.assistant").last.locator(".reply").inner_text().strip()
     assert reply == "denied:agentrt: Bash(git status --short) denied: no answer within 1s"
@@ -95,8 +82,8 @@ def test_allow_tool_rule_needs_no_card_and_a_closed_question_is_409(tmp_path: Pa
                                                                     server_factory: Any, browser: Any) -> None:
     srv = server_factory(_env(tmp_path, agent), "-a", "claude", "--no-bots", "--allow-tool", "Bash(git status:*)")
     page = browser.new_page()
-    name = _thread(page, srv.url)
-    _say(page, "go")
+    name = new_thread(page, srv.url)
+    say(page, "go")
     page.wait_for_selector(".msg.assistant:not(.streaming) .reply p")
     assert page.locator(".approval").count() == 0
     status = page.evaluate(
