@@ -68,9 +68,9 @@ class JsonlReader:
     typed decoder for known line shapes, say).  It must raise
     :class:`ValueError` for a line it cannot parse; that line then takes the
     lenient path as usual, yielding a generic object or a :class:`Malformed`
-    marker.  The host path does not use it: it reads with :meth:`feed_lines`
-    and leaves the lines to the codec's
-    :meth:`~agentrt.dialect.HostCodec.decode_lines`.
+    marker.  The host path does not use it: its read loop cuts lines with
+    :class:`~agentrt._wire.LineCut` (the cut :meth:`feed_lines` gives) and
+    leaves them to the codec's :meth:`~agentrt.dialect.HostCodec.decode_lines`.
 
     ``max_line_bytes`` is the longest line accepted.  ``on_oversize`` says
     what a longer line is: ``"raise"`` (the host's stdout, the default)

@@ -42,8 +42,6 @@ import codecs
 import re
 from typing import Any
 
-import orjson
-
 __all__ = ["BUDGET", "fragment_bytes", "fragment_passes"]
 
 BUDGET = 64
@@ -66,7 +64,6 @@ else:
     _split_array = msgspec.json.Decoder(list[msgspec.Raw]).decode
     _encode = msgspec.json.encode
     _DecodeError = msgspec.DecodeError
-_dumps = orjson.dumps
 # A number that orjson reads as JSON.parse and every other reader do: an
 # integer within 64 bits (at most 19 digits, 18 when negative: orjson reads
 # -9223372036854775809 as a double), a finite fraction.  No exponent: 1e400
