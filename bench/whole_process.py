@@ -9,6 +9,8 @@ spawn to reap, with its stdout a pipe that the bench drains (to nowhere):
   ``run`` does by default (the SDK records nothing), into a fresh database in
   a fresh temporary directory every round (removed after the run), so no
   round pays for the rows of the ones before;
+* ``agentrt_json_logged``: ``--json`` recorded the same way (the default path
+  a ``--json`` user gets), reported also against ``agentrt_plain_logged``;
 * ``sdk``: bench/_sdk_query.py, one ``query()`` with ``cli_path`` set to the
   same fake CLI, writing each text delta to stdout (what ``run`` prints);
 * with ``AGENTRT_BENCH_BEFORE=<source tree>`` (for example an exported older
@@ -160,6 +162,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         "agentrt_plain": lambda: measure([*run, "go"], agentrt_env, work),
         "agentrt_json": lambda: measure([*run, "--json", "go"], agentrt_env, work),
         "agentrt_plain_logged": lambda: _recorded([*logged, "go"], agentrt_env, work),
+        "agentrt_json_logged": lambda: _recorded([*logged, "--json", "go"], agentrt_env, work),
     }
     before = os.environ.get("AGENTRT_BENCH_BEFORE")
     if before:
@@ -186,6 +189,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     # What recording and --json cost: each against the --no-log plain run of the same round.
     for plain, others in (
         ("agentrt_plain", ("agentrt_plain_logged", "agentrt_json")),
+        ("agentrt_plain_logged", ("agentrt_json_logged",)),
         ("agentrt_plain_before", ("agentrt_json_before",)),
     ):
         pair = {k: runs[k] for k in (plain, *others) if k in runs}

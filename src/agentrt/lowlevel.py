@@ -11,7 +11,8 @@ are not: import from here).  The pieces:
 * processes: :func:`open_process` spawns one child (no shell, its own process
   group, exactly the given environment) and always stops and reaps it;
   :class:`ProcessSpec` describes it, :class:`AgentProcess` is the running
-  child, :class:`ExitStatus` how it ended; :data:`READ_SIZE` the stdout read size;
+  child, :class:`Pipes` its stdin and stdout as the engine uses them,
+  :class:`ExitStatus` how it ended; :data:`READ_SIZE` the stdout read size;
 * framing: :class:`JsonlReader` splits stdout bytes into parsed JSON lines,
   with :class:`Malformed` markers for lines that are not JSON and
   :class:`OutputOversize` (``runtime_output_oversize``) past
@@ -91,6 +92,7 @@ from ._turn_end import CANCEL_GRACE as CANCEL_GRACE
 from ._turns import TurnProgress as TurnProgress
 from ._turns import TurnRules as TurnRules
 from ._wire import EXIT_OUTPUT_GRACE as EXIT_OUTPUT_GRACE
+from ._wire import Pipes as Pipes
 from ._wire import PumpResult as PumpResult
 
 __all__ = [
@@ -109,6 +111,7 @@ __all__ = [
     "HostedProcess",
     "MALFORMED_LINE",
     "MAX_SINK_FAILURES",
+    "Pipes",
     "PumpResult",
     "RawTap",
     "TapInfo",

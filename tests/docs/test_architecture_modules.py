@@ -4,8 +4,9 @@
   ``plugins/*/src`` package (a table row per module, its first cell the dotted name in
   backticks), and no module that is gone.
 * ``docs/lowlevel.md`` documents every public method and property of
-  :class:`agentrt.lowlevel.AgentProcess` and :class:`agentrt.lowlevel.HostedProcess` in
-  the class's own section (``### `AgentProcess` ``), and nothing there that the class lacks.
+  :class:`agentrt.lowlevel.AgentProcess`, :class:`~agentrt.lowlevel.HostedProcess` and
+  :class:`~agentrt.lowlevel.Pipes` in the class's own section (``### `AgentProcess` ``), and
+  nothing there that the class lacks.
   (Every name of ``agentrt.lowlevel.__all__`` is checked by ``tests/core/test_api_boundaries.py``.)
 """
 
@@ -90,7 +91,7 @@ def section(text: str, heading: str) -> str:
     return rest[: end.start()] if end else rest
 
 
-CLASSES = ["AgentProcess", "HostedProcess"]
+CLASSES = ["AgentProcess", "HostedProcess", "Pipes"]
 
 
 @pytest.mark.parametrize("name", CLASSES)
