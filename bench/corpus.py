@@ -52,6 +52,8 @@ _TEXT = """
     "double" 'single' `tick` C:\\path\\file \\n \\t <tag> &amp; %s {0} $HOME #comment //note /* */
 """
 _VOCABULARY = (*_TEXT.split(), "\n", "\n\n", "\t", '"', "\\")
+# The same words without the non-ASCII ones: text as most code and shell output is (``ascii=True``).
+_ASCII_VOCABULARY = tuple(word for word in _VOCABULARY if word.isascii())
 
 _TOOLS = ("Read", "Edit", "Bash", "Grep", "Write")
 _WEIGHTS = (
@@ -74,8 +76,9 @@ def _line(obj: dict[str, Any]) -> bytes:
 class _Session:
     """One session's state: the random source, its ids and the message being streamed."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, vocabulary: tuple[str, ...] = _VOCABULARY) -> None:
         self.rng = random.Random(seed)
+        self.vocabulary = vocabulary
         self.session_id = self.new_uuid()
         self.message_id = self.new_id("msg_")
 
@@ -96,7 +99,7 @@ class _Session:
         size = 0
         choice = self.rng.choice
         while size < nbytes:
-            word = choice(_VOCABULARY)
+            word = choice(self.vocabulary)
             picks.append(word)
             size += len(word.encode()) + 1
         return " ".join(picks)
@@ -275,9 +278,14 @@ class _Session:
         }
 
 
-def corpus_lines(n_lines: int = 20_000, seed: int = 1234, big_lines: bool = True) -> list[tuple[str, bytes]]:
-    """``[(kind, line), ...]``: ``n_lines`` lines, each ``\\n``-ended, the same for the same arguments."""
-    session = _Session(seed)
+def corpus_lines(
+    n_lines: int = 20_000, seed: int = 1234, big_lines: bool = True, ascii: bool = False
+) -> list[tuple[str, bytes]]:
+    """``[(kind, line), ...]``: ``n_lines`` lines, each ``\\n``-ended, the same for the same arguments.
+
+    With ``ascii``, the text is drawn from the ASCII words only (the same kinds, shares and sizes).
+    """
+    session = _Session(seed, _ASCII_VOCABULARY if ascii else _VOCABULARY)
     weights = [weight for _, weight in _WEIGHTS]
     out: list[tuple[str, bytes]] = []
     for number in range(1, n_lines + 1):

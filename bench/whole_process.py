@@ -34,7 +34,8 @@ costs).  Each contender is waited for by a fresh helper process (bench/_spawn.py
 its peak RSS and CPU are its own.  ``AGENTRT_BENCH_ROUNDS`` and
 ``AGENTRT_BENCH_LINES`` (default 5 and 100,000) shorten a run;
 ``AGENTRT_BENCH_ONLY`` (comma-separated contender names, for example
-``agentrt_plain,agentrt_json``) runs only those.  The ``--json`` run is also
+``agentrt_plain,agentrt_json``) runs only those; ``AGENTRT_BENCH_ASCII=1`` draws the
+session's text from the corpus's ASCII words only (most code and shell output is ASCII).  The ``--json`` run is also
 reported as ratios to the plain run of the same round (what ``--json`` costs),
 and its ``_before`` run to the plain ``_before`` run.
 """
@@ -62,10 +63,10 @@ VENV_PYTHON = sys.executable  # the contenders: this environment's packages
 KEYS = ("wall_s", "parent_cpu_s", "parent_sys_s", "parent_page_faults", "peak_rss_mib")
 
 
-def session_blob(n_lines: int) -> bytes:
+def session_blob(n_lines: int, ascii: bool = False) -> bytes:
     """The corpus mix as one turn: ``result`` lines dropped, one result at the end."""
     corpus = corpus_module()
-    lines = [line for kind, line in corpus.corpus_lines(n_lines) if kind != "result"]
+    lines = [line for kind, line in corpus.corpus_lines(n_lines, ascii=ascii) if kind != "result"]
     result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1000,
               "duration_api_ms": 900, "num_turns": 1, "result": "done",
               "session_id": "5b0f6c1e-8a3b-4a8e-9a53-2f1d3c0b7e11", "total_cost_usd": 0.1,
@@ -143,7 +144,8 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     """Interleave the contenders for ``rounds`` rounds; print every run and the summary."""
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", rounds))
     n_lines = int(os.environ.get("AGENTRT_BENCH_LINES", n_lines))
-    blob = session_blob(n_lines)
+    ascii = os.environ.get("AGENTRT_BENCH_ASCII") == "1"
+    blob = session_blob(n_lines, ascii)
     session = write_blob(blob)
     work = tempfile.mkdtemp(prefix="agentrt-bench-whole-")
     cli = _launcher(work, session, os.path.join(work, "cli-rusage.json"))
@@ -178,7 +180,8 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
             raise SystemExit(f"AGENTRT_BENCH_ONLY: no contender {unknown}; known: {sorted(contenders)}")
         contenders = {name: contenders[name] for name in contenders if name in only}
     n = blob.count(b"\n")
-    print(f"whole process: {n} lines, {len(blob) / 1e6:.0f} MB, {rounds} rounds [{load_text()}]")
+    text = "ASCII text" if ascii else "the corpus's text"
+    print(f"whole process: {n} lines, {len(blob) / 1e6:.0f} MB of {text}, {rounds} rounds [{load_text()}]")
     try:
         runs = interleave(contenders, rounds)
     finally:

@@ -59,7 +59,11 @@ async def test_an_idle_conversation_costs_no_more_objects_over_its_process_than_
     bare = ProcessSpec(argv=(spec.executable,), env=ENV)
     with trio.fail_after(120):  # hang guard only
         process = await _objects_per_child(lambda: open_process(bare))
-        conversation = await _objects_per_child(lambda: open_conversation(spec, plugins=PLUGINS, parent_env=ENV))
+        # The smaller of two counts: what else the run holds at a count (a child's reader task not
+        # yet ended, on a loaded machine) only adds objects, while a real cost shows in both.
+        conversation = min(
+            [await _objects_per_child(lambda: open_conversation(spec, plugins=PLUGINS, parent_env=ENV)) for _ in "ab"]
+        )
     assert process > 0
     assert conversation - process <= _TREE_BEFORE_ENGINE_GAP, (conversation, process)
 
