@@ -52,7 +52,7 @@ _TEXT = """
     "double" 'single' `tick` C:\\path\\file \\n \\t <tag> &amp; %s {0} $HOME #comment //note /* */
 """
 _VOCABULARY = (*_TEXT.split(), "\n", "\n\n", "\t", '"', "\\")
-# The same words without the non-ASCII ones: text as most code and shell output is (``ascii=True``).
+# The same words without the non-ASCII ones: text as most code and shell output is (``ascii_only=True``).
 _ASCII_VOCABULARY = tuple(word for word in _VOCABULARY if word.isascii())
 
 _TOOLS = ("Read", "Edit", "Bash", "Grep", "Write")
@@ -279,13 +279,13 @@ class _Session:
 
 
 def corpus_lines(
-    n_lines: int = 20_000, seed: int = 1234, big_lines: bool = True, ascii: bool = False
+    n_lines: int = 20_000, seed: int = 1234, big_lines: bool = True, ascii_only: bool = False
 ) -> list[tuple[str, bytes]]:
     """``[(kind, line), ...]``: ``n_lines`` lines, each ``\\n``-ended, the same for the same arguments.
 
-    With ``ascii``, the text is drawn from the ASCII words only (the same kinds, shares and sizes).
+    With ``ascii_only``, the text is drawn from the ASCII words only (the same kinds, shares and sizes).
     """
-    session = _Session(seed, _ASCII_VOCABULARY if ascii else _VOCABULARY)
+    session = _Session(seed, _ASCII_VOCABULARY if ascii_only else _VOCABULARY)
     weights = [weight for _, weight in _WEIGHTS]
     out: list[tuple[str, bytes]] = []
     for number in range(1, n_lines + 1):

@@ -34,10 +34,11 @@ costs).  Each contender is waited for by a fresh helper process (bench/_spawn.py
 its peak RSS and CPU are its own.  ``AGENTRT_BENCH_ROUNDS`` and
 ``AGENTRT_BENCH_LINES`` (default 5 and 100,000) shorten a run;
 ``AGENTRT_BENCH_ONLY`` (comma-separated contender names, for example
-``agentrt_plain,agentrt_json``) runs only those; ``AGENTRT_BENCH_ASCII=1`` draws the
-session's text from the corpus's ASCII words only (most code and shell output is ASCII).  The ``--json`` run is also
-reported as ratios to the plain run of the same round (what ``--json`` costs),
-and its ``_before`` run to the plain ``_before`` run.
+``agentrt_plain,agentrt_json``) runs only those; ``AGENTRT_BENCH_ASCII=1``
+draws the session's text from the corpus's ASCII words only (most code and
+shell output is ASCII).  The ``--json`` run is also reported as ratios to the
+plain run of the same round (what ``--json`` costs), the recorded ``--json``
+run to the recorded plain run, and the ``_before`` runs to theirs.
 """
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ VENV_PYTHON = sys.executable  # the contenders: this environment's packages
 KEYS = ("wall_s", "parent_cpu_s", "parent_sys_s", "parent_page_faults", "peak_rss_mib")
 
 
-def session_blob(n_lines: int, ascii: bool = False) -> bytes:
+def session_blob(n_lines: int, ascii_only: bool = False) -> bytes:
     """The corpus mix as one turn: ``result`` lines dropped, one result at the end."""
     corpus = corpus_module()
-    lines = [line for kind, line in corpus.corpus_lines(n_lines, ascii=ascii) if kind != "result"]
+    lines = [line for kind, line in corpus.corpus_lines(n_lines, ascii_only=ascii_only) if kind != "result"]
     result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1000,
               "duration_api_ms": 900, "num_turns": 1, "result": "done",
               "session_id": "5b0f6c1e-8a3b-4a8e-9a53-2f1d3c0b7e11", "total_cost_usd": 0.1,
@@ -144,8 +145,8 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
     """Interleave the contenders for ``rounds`` rounds; print every run and the summary."""
     rounds = int(os.environ.get("AGENTRT_BENCH_ROUNDS", rounds))
     n_lines = int(os.environ.get("AGENTRT_BENCH_LINES", n_lines))
-    ascii = os.environ.get("AGENTRT_BENCH_ASCII") == "1"
-    blob = session_blob(n_lines, ascii)
+    ascii_only = os.environ.get("AGENTRT_BENCH_ASCII") == "1"
+    blob = session_blob(n_lines, ascii_only)
     session = write_blob(blob)
     work = tempfile.mkdtemp(prefix="agentrt-bench-whole-")
     cli = _launcher(work, session, os.path.join(work, "cli-rusage.json"))
@@ -180,7 +181,7 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
             raise SystemExit(f"AGENTRT_BENCH_ONLY: no contender {unknown}; known: {sorted(contenders)}")
         contenders = {name: contenders[name] for name in contenders if name in only}
     n = blob.count(b"\n")
-    text = "ASCII text" if ascii else "the corpus's text"
+    text = "ASCII text" if ascii_only else "the corpus's text"
     print(f"whole process: {n} lines, {len(blob) / 1e6:.0f} MB of {text}, {rounds} rounds [{load_text()}]")
     try:
         runs = interleave(contenders, rounds)
@@ -189,7 +190,8 @@ def main(rounds: int = 5, n_lines: int = 100_000) -> dict[str, Any]:
         shutil.rmtree(work)
     first = "sdk" if "sdk" in runs else next(iter(runs))
     summary = summarize(runs, first, (*KEYS, "cli_cpu_s", "out_mb"))
-    # What recording and --json cost: each against the --no-log plain run of the same round.
+    # What recording and --json cost: each against the plain run of the same round (recorded
+    # --json against the recorded plain run, so the pair differs only by --json).
     for plain, others in (
         ("agentrt_plain", ("agentrt_plain_logged", "agentrt_json")),
         ("agentrt_plain_logged", ("agentrt_json_logged",)),
